@@ -1,0 +1,145 @@
+package lifecycle_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Bad input never panics and loses nothing: each gets a clear rule or
+// anomaly, and the status is kept.
+func TestBadInput(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	recorded := withIdentity(newInput(), phase.Pending)
+
+	t.Run("zero Now", func(t *testing.T) {
+		in := recorded
+		in.Now = time.Time{}
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleZeroNow, d.Rule)
+		require.Equal(t, in.Status, d.Status)
+		require.True(t, d.Done())
+		require.Equal(t, retry.Short, d.Requeue)
+	})
+	t.Run("object without UID", func(t *testing.T) {
+		in := recorded
+		in.Object.UID = ""
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInvalidObject, d.Rule)
+		require.Equal(t, in.Status, d.Status)
+	})
+	t.Run("unknown phase in the status", func(t *testing.T) {
+		in := recorded
+		in.Status.Phase = phase.Phase(42)
+		d := lifecycle.Step(cfg, in)
+		require.Equal(t, lifecycle.RuleInvalidStatus, d.Rule)
+		require.Equal(t, in.Status, d.Status, "kept as it is")
+		require.Equal(t, retry.Long, d.Requeue)
+	})
+	t.Run("unknown stage or flag in the status", func(t *testing.T) {
+		in := recorded
+		in.Status.Stage = lifecycle.Stage(200)
+		require.Equal(t, lifecycle.RuleInvalidStatus, lifecycle.Step(cfg, in).Rule)
+		in = recorded
+		in.Status.Flags = 1 << 15
+		require.Equal(t, lifecycle.RuleInvalidStatus, lifecycle.Step(cfg, in).Rule)
+	})
+	t.Run("invalid config", func(t *testing.T) {
+		bad := cfg
+		bad.CreationTimeout = 0
+		bad.Retry.JitterPercent = 300
+		d := step(t, bad, recorded)
+		require.Equal(t, lifecycle.RuleInvalidConfig, d.Rule)
+		require.Equal(t, recorded.Status, d.Status)
+		err := bad.Validate()
+		require.True(t, errors.Is(err, lifecycle.ErrInvalidConfig))
+		require.ErrorContains(t, err, "CreationTimeout must be positive")
+		require.ErrorContains(t, err, "Retry")
+		require.NoError(t, cfg.Validate())
+	})
+	t.Run("config with an empty node condition", func(t *testing.T) {
+		bad := cfg
+		bad.NodeConditions = []string{"DiskPressure", ""}
+		require.ErrorContains(t, bad.Validate(), "NodeConditions[1] is empty")
+		require.Equal(t, lifecycle.RuleInvalidConfig, step(t, bad, recorded).Rule)
+	})
+	t.Run("driver code outside 0..17 is undecodable", func(t *testing.T) {
+		in := newInput()
+		d := step(t, cfg, in)
+		d = step(t, cfg, then(in, d, driverapi.Result{Code: driverapi.Code(99), Message: "??"}))
+		require.Equal(t, lifecycle.RuleCreateLookupUndecodable, d.Rule)
+		require.True(t, d.Anomalies.Has(lifecycle.AnomalyUnknownCode))
+		require.False(t, d.Changed)
+	})
+	t.Run("now before the creation time: no deadline fires", func(t *testing.T) {
+		in := newInput()
+		in.Object.Overrides.CreationTimeout = time.Minute
+		in.Now = t0.Add(-time.Hour)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+		require.True(t, d.Anomalies.Has(lifecycle.AnomalyClockBehind))
+	})
+	t.Run("zero creation time: no deadline to count", func(t *testing.T) {
+		in := newInput()
+		in.Object.CreationTime = time.Time{}
+		in.Now = t0.Add(48 * time.Hour)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+	})
+	t.Run("retry time far in the future after a clock jump is ignored", func(t *testing.T) {
+		in := newInput()
+		in.Status.Phase = phase.CrashLoopBackOff
+		in.Status.Stage = lifecycle.StageCreating
+		in.Status.RetryAfter = lifecycle.StampOf(in.Now.Add(72 * time.Hour))
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+		require.True(t, d.Anomalies.Has(lifecycle.AnomalyClockBehind))
+	})
+	t.Run("OK without providerID loses nothing (B1)", func(t *testing.T) {
+		in := newInput()
+		ds := run(t, cfg, in, notFound, ok("", ""))
+		d := ds[2]
+		require.Equal(t, lifecycle.RuleCreateEmptyIdentity, d.Rule)
+		require.Equal(t, lifecycle.StageCreating, d.Status.Stage)
+		// The next pass looks the instance up on the same key.
+		next := lastInput(in, ds, notFound, ok("", ""))
+		next.Status, next.Outcome = d.Status, nil
+		again := step(t, cfg, next)
+		require.Equal(t, driverapi.MethodGetStatus, again.Call.Method)
+		require.Equal(t, "uid-1/0", again.Call.IdempotencyKey())
+	})
+}
+
+// Whatever the input, Step answers: a sweep over odd combinations.
+func TestStepNeverPanics(t *testing.T) {
+	cfgs := []lifecycle.Config{lifecycle.DefaultConfig(), {}, func() lifecycle.Config {
+		c := lifecycle.DefaultConfig()
+		c.NoTargetCluster = true
+		return c
+	}()}
+	results := []driverapi.Result{{}, notFound, undecodable("x"), fail(driverapi.Uninitialized, ""),
+		{Code: 200}, ok("", ""), ok(providerID, ""), {Method: driverapi.Method(77)}}
+	for _, cfg := range cfgs {
+		for p := range phase.Phase(phase.Count + 1) {
+			for s := range lifecycle.Stage(4) {
+				for _, r := range results {
+					in := newInput()
+					in.Status.Phase, in.Status.Stage = p, s
+					d := lifecycle.Step(cfg, in)
+					in.Status = d.Status
+					in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len(), Result: r}
+					_ = lifecycle.Step(cfg, in)
+					in.Outcome.Ran = -1
+					_ = lifecycle.Step(cfg, in)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Config holds the settings of the lifecycle, with MCM's flags as defaults
+// (table a.6). Per-machine [Overrides] win over it. Build it with
+// [DefaultConfig] and change what you need; [Step] refuses a Config that
+// fails [Config.Validate] (rule input.invalid-config).
+type Config struct {
+	// CreationTimeout bounds how long a machine may take from its creation
+	// time to a healthy node (MCM --machine-creation-timeout, 20m). It
+	// applies in every phase before Running (MCM #1110).
+	CreationTimeout time.Duration
+	// HealthTimeout bounds how long a machine may stay Unknown before it is
+	// marked Failed (MCM --machine-health-timeout, 10m).
+	HealthTimeout time.Duration
+	// DrainTimeout bounds the drain, counted from the deletion time, after
+	// which it is forced (MCM --machine-drain-timeout, 2h).
+	DrainTimeout time.Duration
+	// MaxEvictRetries bounds pod eviction retries of a drain (MCM
+	// --machine-max-evict-retries, 360). Must not be negative.
+	MaxEvictRetries int32
+	// NodeConditions are the node condition types that make a node
+	// unhealthy when their status is not False (MCM --node-conditions).
+	// Read-only; entries must not be empty.
+	NodeConditions []string
+	// NoTargetCluster runs without a cluster for nodes (MCM
+	// --target-kubeconfig=none): a created machine becomes Available, no
+	// node is awaited, no node or token is touched.
+	NoTargetCluster bool
+	// WaitCheck is how often a waiting machine is looked at again while its
+	// deadline has not passed (MCM's literal one minute).
+	WaitCheck time.Duration
+	// Retry maps outcome classes to retry periods and adds backoff and
+	// jitter (retry.DefaultPolicy: ResourceExhausted retried Long).
+	Retry retry.Policy
+}
+
+// DefaultConfig returns MCM's defaults (table a.6).
+func DefaultConfig() Config {
+	return Config{
+		CreationTimeout: 20 * time.Minute,
+		HealthTimeout:   10 * time.Minute,
+		DrainTimeout:    2 * time.Hour,
+		MaxEvictRetries: 360,
+		NodeConditions:  DefaultNodeConditions(),
+		WaitCheck:       time.Minute,
+		Retry:           retry.DefaultPolicy(),
+	}
+}
+
+// DefaultNodeConditions returns MCM's default --node-conditions list.
+func DefaultNodeConditions() []string {
+	return []string{"KernelDeadlock", "ReadonlyFilesystem", "DiskPressure", "NetworkUnavailable"}
+}
+
+// ErrInvalidConfig is wrapped by every error [Config.Validate] returns.
+var ErrInvalidConfig = errors.New("lifecycle: invalid config")
+
+// Validate reports every problem of the Config at once, each wrapping
+// [ErrInvalidConfig]; nil when it is usable.
+func (c *Config) Validate() error {
+	var errs []error
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%w: %s must be positive, got %v", ErrInvalidConfig, name, d))
+		}
+	}
+	positive("CreationTimeout", c.CreationTimeout)
+	positive("HealthTimeout", c.HealthTimeout)
+	positive("DrainTimeout", c.DrainTimeout)
+	positive("WaitCheck", c.WaitCheck)
+	if c.MaxEvictRetries < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxEvictRetries must not be negative, got %d", ErrInvalidConfig, c.MaxEvictRetries))
+	}
+	for i, t := range c.NodeConditions {
+		if t == "" {
+			errs = append(errs, fmt.Errorf("%w: NodeConditions[%d] is empty", ErrInvalidConfig, i))
+		}
+	}
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err))
+	}
+	return errors.Join(errs...)
+}
+
+// valid is Validate without building errors, for the hot path.
+func (c *Config) valid() bool {
+	if c.CreationTimeout <= 0 || c.HealthTimeout <= 0 || c.DrainTimeout <= 0 || c.WaitCheck <= 0 ||
+		c.MaxEvictRetries < 0 {
+		return false
+	}
+	for _, t := range c.NodeConditions {
+		if t == "" {
+			return false
+		}
+	}
+	return c.Retry.Validate() == nil
+}
+
+// creationTimeout is the effective creation timeout of the object.
+func (c *Config) creationTimeout(o *Object) time.Duration {
+	if o.Overrides.CreationTimeout > 0 {
+		return o.Overrides.CreationTimeout
+	}
+	return c.CreationTimeout
+}
+
+// nodeConditions is the effective list of condition types of the object.
+func (c *Config) nodeConditions(o *Object) []string {
+	if o.Overrides.NodeConditions != nil {
+		return o.Overrides.NodeConditions
+	}
+	return c.NodeConditions
+}

@@ -1,0 +1,459 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// The creation and initialization flow (MCM tables b.2 and b.3, seed 001
+// stage A). Every pass starts with GetMachineStatus (phase A of MCM); its
+// outcome decides between creating, adopting and initializing (phase B).
+// Unlike MCM, the flow keeps its program counter in Status.Stage:
+//
+//	StageNone ──lookup NotFound──▶ StageCreating ──Create OK──▶ StageInitializing ──Init OK──▶ StageNone, Pending
+//	                                    │  ▲                         │  ▲
+//	                                    └──┘ Create failed           └──┘ Init failed
+//	                                   (CrashLoopBackOff, same key) (CrashLoopBackOff, init again)
+//
+// so a crash between any two effects is recognised on the next pass: the
+// intent and its idempotency key are saved before CreateMachine is asked, and
+// an instance the provider created but the status never recorded is found
+// by the next lookup on (name, UID, key) instead of being created twice.
+
+// create runs a pass of the creation flow.
+func (x *decider) create() {
+	if x.creationExpired() {
+		x.createTimeout()
+		return
+	}
+	x.ensure = true
+	if x.holdRetry(RuleCreateBackoff) {
+		return
+	}
+	x.lookup()
+}
+
+// creationExpired reports whether the creation timeout passed. It counts
+// from the object's creation time, in every phase before Running (MCM #1110).
+func (x *decider) creationExpired() bool {
+	return x.expired(StampOf(x.in.Object.CreationTime), x.cfg.creationTimeout(&x.in.Object))
+}
+
+// createTimeout fails a machine that was not created in time.
+func (x *decider) createTimeout() {
+	x.rule(RuleCreateTimeout)
+	x.setStage(StageNone)
+	x.fail(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
+		Desc: lastop.DescCreateTimeout, Elapsed: x.cfg.creationTimeout(&x.in.Object)})
+}
+
+// fail moves the machine to Failed with op, where it waits for its owner
+// to replace it.
+func (x *decider) fail(op lastop.Operation) {
+	if x.setPhase(phase.Failed) {
+		x.setOp(op)
+		x.event(x.d.Rule, true)
+	}
+	x.resync()
+	x.wait(WaitReplacement, x.st.PhaseSince, 0)
+}
+
+// lookup asks the provider whether the machine's instance exists (MCM
+// phase A): by the recorded providerID, else by name, UID and creation key.
+func (x *decider) lookup() {
+	x.rule(RuleCreateLookup)
+	x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: x.st.Attempt})
+	x.requeue(retry.Short)
+}
+
+// onLookup decides on GetMachineStatus's answer (rows A1, A7-A10, and the
+// creation of A2-A6).
+func (x *decider) onLookup(r *driverapi.Result) {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	x.ensure = true
+	code, class := x.classify(r)
+	switch {
+	case class == retry.ClassUndecodable:
+		// A1: nothing is written; the lookup is asked again later.
+		x.rule(RuleCreateLookupUndecodable)
+		x.requeue(retry.Medium)
+		x.wait(WaitRetry, x.now, x.now.Add(retry.Medium))
+	case code == driverapi.NotFound || code == driverapi.Unimplemented:
+		if pid := x.ref().ProviderID; pid != "" {
+			// A7: the provider cannot tell, but an instance is recorded.
+			x.rule(RuleCreateRecorded)
+			node := x.st.NodeName
+			if node == "" {
+				node = x.in.Object.NodeLabel
+			}
+			if !x.record(pid, node, nil, "") {
+				return
+			}
+			x.proceed(RuleCreateRecorded)
+			return
+		}
+		x.createInstance()
+	case code == driverapi.Uninitialized, code == driverapi.OK:
+		if x.foreign(r) {
+			return
+		}
+		rule := RuleCreateAdopted
+		if code == driverapi.Uninitialized {
+			rule = RuleCreateUninitialized
+		}
+		x.rule(rule)
+		if !x.record(r.ProviderID, r.NodeName, r.Addresses, "") {
+			return
+		}
+		if code == driverapi.Uninitialized {
+			// A8: the instance exists but must be initialized (again).
+			x.initialize(rule)
+			return
+		}
+		// A10: adopt. An instance this flow created is initialized unless
+		// the status shows initialization done.
+		x.proceed(rule)
+	default:
+		// A9: any other decodable code.
+		x.createError(RuleCreateLookupFailed, r, code, class, "")
+	}
+}
+
+// proceed continues after the instance is recorded: initialize it when this
+// flow created it and initialization has not succeeded yet, else settle.
+func (x *decider) proceed(r Rule) {
+	if x.st.Stage.creating() {
+		x.initialize(r)
+		return
+	}
+	x.settle(r)
+}
+
+// foreign handles an instance that belongs to another incarnation of the
+// machine (another UID, seed 002): it is never adopted but deleted, and a
+// fresh one is created afterwards. It reports whether it decided.
+func (x *decider) foreign(r *driverapi.Result) bool {
+	if r.OwnerUID == "" || r.OwnerUID == x.in.Object.UID || r.ProviderID == "" {
+		return false
+	}
+	x.rule(RuleCreateForeignInstance)
+	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing,
+		Desc: lastop.DescForeignInstance, Detail: r.ProviderID})
+	x.call(driverapi.Call{Method: driverapi.MethodDelete,
+		Machine: driverapi.MachineRef{Name: x.in.Object.Name, UID: r.OwnerUID, ProviderID: r.ProviderID, NodeName: r.NodeName}})
+	x.requeue(retry.Short)
+	return true
+}
+
+// onForeignDelete decides on the deletion of another incarnation's
+// instance: once it is gone, the next creation uses a fresh key.
+func (x *decider) onForeignDelete(r *driverapi.Result) {
+	code, class := x.classify(r)
+	if code == driverapi.OK || code == driverapi.NotFound {
+		x.rule(RuleCreateForeignDeleted)
+		set(x, &x.st.Attempt, x.st.Attempt+1)
+		x.createSucceeded()
+		if x.deleting() {
+			x.delete()
+			return
+		}
+		x.ensure = true
+		x.lookup()
+		x.rule(RuleCreateForeignDeleted)
+		return
+	}
+	x.rule(RuleCreateForeignInstance)
+	set(x, &x.st.Failures.Create, bump(x.st.Failures.Create))
+	x.backoff(x.cfg.Retry.Period(class), x.st.Failures.Create)
+	x.retryLater()
+}
+
+// createInstance records the creation intent and asks CreateMachine (A2-A6).
+// The status is saved before the call, so a crash after it is recognised.
+func (x *decider) createInstance() {
+	x.rule(RuleCreateVMNotFound)
+	x.setStage(StageCreating)
+	o := &x.in.Object
+	if !x.cfg.NoTargetCluster {
+		x.emit(Effect{Kind: KindEnsureBootstrapToken, Value: o.Name,
+			Expiry: x.now.Add(x.cfg.creationTimeout(o))})
+	}
+	x.call(driverapi.Call{Method: driverapi.MethodCreate, Machine: x.ref(), Attempt: x.st.Attempt})
+	x.requeue(retry.Short)
+}
+
+// onCreate decides on CreateMachine's answer (A2-A6, B1).
+func (x *decider) onCreate(r *driverapi.Result) {
+	code, class := x.classify(r)
+	if class != retry.ClassNone {
+		switch class {
+		case retry.ClassExhausted:
+			x.createError(RuleCreateResourceExhausted, r, code, class, r.LastKnownState)
+		case retry.ClassTransient:
+			x.createError(RuleCreateTransient, r, code, class, r.LastKnownState)
+		default:
+			x.createError(RuleCreateFailed, r, code, class, r.LastKnownState)
+		}
+		return
+	}
+	if x.stale(r) {
+		x.staleNode(r)
+		return
+	}
+	x.rule(RuleCreateCreated)
+	if !x.record(r.ProviderID, r.NodeName, r.Addresses, r.LastKnownState) {
+		return
+	}
+	x.createSucceeded()
+	if x.deleting() {
+		// Deletion arrived while the instance was being created: it is
+		// recorded now, so deletion will find and delete it.
+		x.delete()
+		return
+	}
+	x.initialize(RuleCreateCreated)
+}
+
+// record saves the instance's identity, refusing an empty one (B1): nothing
+// is recorded then, and the creation intent stays, so the next pass looks
+// the instance up again instead of losing it.
+func (x *decider) record(providerID, node string, addrs []driverapi.Address, lastKnown string) bool {
+	if providerID == "" || (!x.cfg.NoTargetCluster && node == "") {
+		x.rule(RuleCreateEmptyIdentity)
+		x.anomaly(AnomalyEmptyIdentity)
+		x.requeue(retry.Medium)
+		x.wait(WaitRetry, x.now, x.now.Add(retry.Medium))
+		return false
+	}
+	st := x.st
+	set(x, &st.ProviderID, providerID)
+	set(x, &st.NodeName, node)
+	if lastKnown != "" {
+		set(x, &st.LastKnownState, lastKnown)
+	}
+	if x.cfg.NoTargetCluster && len(addrs) > 0 && !sameAddresses(st.Addresses, addrs) {
+		// Addresses are kept only without a target cluster, as MCM does; the
+		// status shares the result's read-only slice.
+		st.Addresses = addrs
+		x.changed = true
+	}
+	return true
+}
+
+func sameAddresses(a, b []driverapi.Address) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stale reports whether a created instance's node name is taken by a node
+// of another instance (A5). MCM compares names only and so marks a VM whose
+// node joined before CreateMachine returned as stale; the lifecycle compares
+// providerIDs, and a node without one is not proven stale.
+func (x *decider) stale(r *driverapi.Result) bool {
+	n := &x.in.CreatedNode
+	return !x.cfg.NoTargetCluster && n.Found() && n.Name == r.NodeName &&
+		n.ProviderID != "" && r.ProviderID != "" && n.ProviderID != r.ProviderID
+}
+
+// staleNode fails the machine and deletes the instance created on a stale
+// node object (A5). The instance is recorded with FlagStaleInstance so its
+// deletion is retried until the provider confirms it; MCM does not record
+// it and leaks the VM when that one DeleteMachine fails.
+func (x *decider) staleNode(r *driverapi.Result) {
+	x.rule(RuleCreateStaleNode)
+	st := x.st
+	set(x, &st.ProviderID, r.ProviderID)
+	set(x, &st.Flags, st.Flags|FlagStaleInstance)
+	if r.LastKnownState != "" {
+		set(x, &st.LastKnownState, r.LastKnownState)
+	}
+	x.setStage(StageNone)
+	x.setPhase(phase.Failed)
+	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
+	x.event(RuleCreateStaleNode, true)
+	x.deleteStale()
+}
+
+// discardStale retries the deletion of a stale-node instance.
+func (x *decider) discardStale() {
+	if x.holdRetry(RuleCreateStaleNode) {
+		return
+	}
+	x.rule(RuleCreateStaleNode)
+	x.deleteStale()
+}
+
+func (x *decider) deleteStale() {
+	st := x.st
+	x.call(driverapi.Call{Method: driverapi.MethodDelete,
+		Machine:        driverapi.MachineRef{Name: x.in.Object.Name, UID: x.in.Object.UID, ProviderID: st.ProviderID},
+		Attempt:        st.Attempt,
+		LastKnownState: st.LastKnownState})
+	x.requeue(retry.Short)
+}
+
+// onStaleDelete decides on the deletion of a stale-node instance.
+func (x *decider) onStaleDelete(r *driverapi.Result) {
+	code, class := x.classify(r)
+	st := x.st
+	if code == driverapi.OK || code == driverapi.NotFound {
+		x.rule(RuleCreateStaleDeleted)
+		x.createSucceeded()
+		set(x, &st.ProviderID, "")
+		set(x, &st.Flags, st.Flags&^FlagStaleInstance)
+		if code == driverapi.OK && r.LastKnownState != "" {
+			set(x, &st.LastKnownState, r.LastKnownState)
+		}
+		if x.deleting() {
+			x.delete()
+			return
+		}
+		x.resync()
+		x.wait(WaitReplacement, st.PhaseSince, 0)
+		return
+	}
+	x.rule(RuleCreateStaleNode)
+	set(x, &st.Failures.Create, bump(st.Failures.Create))
+	x.backoff(x.cfg.Retry.Period(class), st.Failures.Create)
+	x.retryLater()
+}
+
+// initialize asks InitializeMachine for the recorded instance, after the
+// object ensure-effects so the provider sees providerID and labels (B2).
+func (x *decider) initialize(r Rule) {
+	x.rule(r)
+	x.setStage(StageInitializing)
+	x.ensure = true
+	x.call(driverapi.Call{Method: driverapi.MethodInitialize, Machine: x.ref(), Attempt: x.st.Attempt})
+	x.requeue(retry.Short)
+}
+
+// initializes reports whether a decision of rule r may ask InitializeMachine.
+func (r Rule) initializes() bool {
+	switch r {
+	case RuleCreateCreated, RuleCreateUninitialized, RuleCreateAdopted, RuleCreateRecorded, RuleCreateInitialize:
+		return true
+	}
+	return false
+}
+
+// onInitialize decides on InitializeMachine's answer (B3-B6, B8).
+func (x *decider) onInitialize(r *driverapi.Result) {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	code, class := x.classify(r)
+	switch {
+	case code == driverapi.OK:
+		x.settle(RuleCreatePending)
+	case code == driverapi.Unimplemented:
+		// B3: nothing to initialize.
+		x.settle(RuleCreateInitUnimplemented)
+	case class == retry.ClassUndecodable:
+		// B4: no status write; initialization is asked again later.
+		x.ensure = true
+		x.rule(RuleCreateInitUndecodable)
+		x.requeue(retry.Long)
+		x.wait(WaitRetry, x.now, x.now.Add(retry.Long))
+	default:
+		// B5: CrashLoopBackOff (Failed past the creation timeout); the stage
+		// stays Initializing, so the next pass initializes again.
+		x.ensure = true
+		x.rule(RuleCreateInitFailed)
+		x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
+			Desc: lastop.DescInitFailed, ErrorCode: code.String(), Detail: r.ErrorText()}, retry.Short)
+	}
+}
+
+// settle ends the creation flow (B8): a machine with no phase or in
+// CrashLoopBackOff becomes Pending, or Available without a target cluster;
+// one already past creation keeps its phase (B9).
+func (x *decider) settle(r Rule) {
+	x.rule(r)
+	x.setStage(StageNone)
+	x.createSucceeded()
+	x.ensure = true
+	switch x.st.Phase {
+	case phase.None, phase.CrashLoopBackOff:
+	default:
+		// B9: identity recorded, nothing else to do.
+		x.resync()
+		return
+	}
+	if x.cfg.NoTargetCluster {
+		if r == RuleCreatePending {
+			x.rule(RuleCreateAvailable)
+		}
+		x.setPhase(phase.Available)
+		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescCreated})
+		x.event(RuleCreateAvailable, false)
+		x.resync()
+		return
+	}
+	x.setPhase(phase.Pending)
+	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating})
+	x.event(RuleCreatePending, false)
+	// MCM returns Short here; the next pass looks for the node.
+	x.requeue(retry.Short)
+	x.wait(WaitNodeJoin, x.now, x.deadlineBase(StampOf(x.in.Object.CreationTime)).Add(x.cfg.creationTimeout(&x.in.Object)))
+}
+
+// createError records a failed lookup, creation or initialization (A2-A4,
+// A9): CrashLoopBackOff, or Failed once the creation timeout passed, with
+// the provider's message; retried by the code's class. The provider's
+// LastKnownState is kept unless the response brings a new one (MCM clears it
+// on most codes, critique d.12).
+func (x *decider) createError(rule Rule, r *driverapi.Result, code driverapi.Code, class retry.Class, lastKnown string) {
+	x.rule(rule)
+	if lastKnown != "" {
+		set(x, &x.st.LastKnownState, lastKnown)
+	}
+	period := x.cfg.Retry.Period(class)
+	if class == retry.ClassUndecodable {
+		// An undecodable CreateMachine error is retried Medium with the
+		// code Unknown, as MCM's A4.
+		period = retry.Medium
+	}
+	x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
+		Desc: lastop.DescCloudProviderError, ErrorCode: code.String(), Detail: r.ErrorText()}, period)
+}
+
+// createSucceeded resets the creation flow's failure count and retry time.
+func (x *decider) createSucceeded() {
+	set(x, &x.st.Failures.Create, 0)
+	set(x, &x.st.RetryAfter, 0)
+}
+
+// failedAttempt records a failed creation step: CrashLoopBackOff before the
+// creation timeout, Failed after it (MCM's getCreateFailurePhase), with
+// backoff from the second consecutive failure.
+func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
+	st := x.st
+	set(x, &st.Failures.Create, bump(st.Failures.Create))
+	if x.creationExpired() {
+		x.setStage(StageNone)
+		x.fail(op)
+		return
+	}
+	if st.Phase != phase.CrashLoopBackOff && x.setPhase(phase.CrashLoopBackOff) {
+		x.event(x.d.Rule, true)
+	}
+	x.setOp(op)
+	x.backoff(period, st.Failures.Create)
+	x.retryLater()
+}

@@ -1,0 +1,177 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+)
+
+// Decision is what one [Step] decided: the status after the step, the
+// effects the shell must carry out, and when to reconcile again.
+//
+// The shell's obligations (DESIGN section 3, and the package doc): if
+// Changed, persist Status first; then carry out Effects in order, stopping at
+// the first failure; then call Step again with an [Outcome] carrying OpID;
+// repeat until a decision has no effects (at most [MaxStepsPerPass] steps),
+// then requeue after Requeue.
+type Decision struct {
+	// Status is the state after this step.
+	Status Status
+	// Changed reports whether Status differs from the input's and must be
+	// persisted before any effect is carried out.
+	Changed bool
+	// Effects are the effects to carry out, in order.
+	Effects Effects
+	// Call is the driver call of the [KindCallDriver] effect, which is
+	// always the last effect. Its Method is MethodNone when there is none.
+	Call driverapi.Call
+	// OpID identifies this decision's effects; the Outcome that reports
+	// them carries it back. 0 when there are no effects.
+	OpID OpID
+	// Requeue is when to reconcile the machine again once the pass ends:
+	// always positive, unless the machine is gone.
+	Requeue time.Duration
+	// Period is the base retry period Requeue derives from (one of retry's
+	// periods, the ResourceExhausted period, or a wait bounded by a
+	// deadline) before backoff and jitter are added.
+	Period time.Duration
+	// Rule names the rule that decided: a stable identifier and a short text.
+	Rule Rule
+	// Wait says, when the machine is waiting, for what, since when and
+	// until when.
+	Wait Wait
+	// Anomalies lists irregular input Step tolerated.
+	Anomalies Anomalies
+}
+
+// MaxStepsPerPass bounds the steps of one reconcile pass (DESIGN section 3).
+const MaxStepsPerPass = 8
+
+// HasCall reports whether the decision asks for a driver call.
+func (d *Decision) HasCall() bool { return d.Effects.Last().Kind == KindCallDriver }
+
+// Done reports whether the pass ends with this decision: it has no effects.
+func (d *Decision) Done() bool { return d.Effects.Len() == 0 }
+
+// OpID identifies the effects of one decision. It packs the status sequence
+// number the decision was made at (after its own change), the rule that
+// emitted the effects, and how many there are, so an [Outcome] is matched to
+// the decision it reports on without any state outside the status.
+type OpID uint64
+
+func newOpID(seq uint32, r Rule, n int) OpID {
+	return OpID(uint64(seq)<<24 | uint64(r)<<8 | uint64(n&0xff))
+}
+
+// Seq returns the status sequence number the decision was made at.
+func (id OpID) Seq() uint32 { return uint32(id >> 24) }
+
+// Rule returns the rule that emitted the effects.
+func (id OpID) Rule() Rule { return Rule(id >> 8 & 0xffff) }
+
+// Effects returns how many effects the decision had.
+func (id OpID) Effects() int { return int(id & 0xff) }
+
+// Wait describes what a machine waits for.
+type Wait struct {
+	// For names what is awaited; WaitNone when not waiting.
+	For WaitFor
+	// Since is when the wait began.
+	Since Stamp
+	// Until is when the wait ends by deadline (unset when it has none).
+	Until Stamp
+}
+
+// WaitFor names what a machine waits for.
+type WaitFor uint8
+
+const (
+	// WaitNone: not waiting.
+	WaitNone WaitFor = iota
+	// WaitRetry: waiting to retry a failed step.
+	WaitRetry
+	// WaitNodeJoin: waiting for the node to join and turn healthy, until
+	// the creation timeout.
+	WaitNodeJoin
+	// WaitObserver: waiting for a degraded observer to recover.
+	WaitObserver
+	// WaitProblem: waiting for a problem with the machine or its class to
+	// be fixed.
+	WaitProblem
+	// WaitReplacement: Failed, waiting for the owner to replace the machine.
+	WaitReplacement
+	// WaitFinalizer: deleting, but the finalizer is missing.
+	WaitFinalizer
+)
+
+// String names what is awaited.
+func (w WaitFor) String() string {
+	switch w {
+	case WaitNone:
+		return "none"
+	case WaitRetry:
+		return "retry"
+	case WaitNodeJoin:
+		return "node-join"
+	case WaitObserver:
+		return "observer"
+	case WaitProblem:
+		return "problem"
+	case WaitReplacement:
+		return "replacement"
+	case WaitFinalizer:
+		return "finalizer"
+	}
+	return "unknown-wait"
+}
+
+// Anomalies are irregularities of the input that Step tolerated. Each one
+// is also visible in the decision's rule when it changed the decision.
+type Anomalies uint16
+
+const (
+	// AnomalyClockBehind: Now is before a time the decision measures from
+	// (the creation time, or a stamp in the status); the elapsed time was
+	// taken as zero, so no deadline fired.
+	AnomalyClockBehind Anomalies = 1 << iota
+	// AnomalyStaleOutcome: the Outcome's OpID is not the one the status
+	// expects (a late or duplicate result); it was ignored.
+	AnomalyStaleOutcome
+	// AnomalyBadOutcome: the Outcome contradicts its OpID (more effects ran
+	// than were asked, or a result of another method); it was ignored.
+	AnomalyBadOutcome
+	// AnomalyUnknownCode: the driver answered with a code outside 0..17;
+	// it was treated as undecodable.
+	AnomalyUnknownCode
+	// AnomalyEmptyIdentity: the driver answered OK without a providerID, or
+	// without a node name while a target cluster is in use (MCM B1).
+	AnomalyEmptyIdentity
+	// AnomalyEffectsFull: an effect did not fit in [MaxEffects]; it will be
+	// emitted again on the next pass.
+	AnomalyEffectsFull
+	// AnomalyUndeclaredTransition: a flow asked for a phase change the phase
+	// table does not declare; it was refused.
+	AnomalyUndeclaredTransition
+)
+
+// Has reports whether every anomaly of b is in a.
+func (a Anomalies) Has(b Anomalies) bool { return a&b == b }
+
+// String lists the anomalies, separated by "|", or "none".
+func (a Anomalies) String() string {
+	if a == 0 {
+		return "none"
+	}
+	names := [...]string{"clock-behind", "stale-outcome", "bad-outcome", "unknown-code",
+		"empty-identity", "effects-full", "undeclared-transition"}
+	s := ""
+	for i, n := range names {
+		if a&(1<<i) != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n
+		}
+	}
+	return s
+}

@@ -1,0 +1,324 @@
+package lifecycle_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Each test here checks one deviation from MCM listed in
+// doc/mcm-compat.md, by the behaviour that replaces MCM's.
+
+// MCM #1110: a machine with no phase, or in CrashLoopBackOff with a lookup
+// that keeps failing undecodably, never timed out.
+func TestDeviationCreationTimeoutInEveryPreRunningPhase(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	for _, p := range []phase.Phase{phase.None, phase.CrashLoopBackOff} {
+		in := newInput()
+		in.Status.Phase = p
+		in.Status.Stage = lifecycle.StageCreating
+		in.Now = t0.Add(19 * time.Minute)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule, "before the timeout the flow goes on")
+		d = step(t, cfg, then(in, d, undecodable("proxy says no")))
+		require.Equal(t, lifecycle.RuleCreateLookupUndecodable, d.Rule)
+
+		in.Now = t0.Add(20*time.Minute + time.Second)
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateTimeout, d.Rule, p.Label())
+		require.Equal(t, phase.Failed, d.Status.Phase)
+		require.Equal(t, driverapi.MethodNone, d.Call.Method, "no driver call once timed out")
+	}
+}
+
+// The per-machine creation timeout wins over the Config (table a.6).
+func TestCreationTimeoutOverride(t *testing.T) {
+	in := newInput()
+	in.Object.Overrides.CreationTimeout = 5 * time.Minute
+	in.Now = t0.Add(6 * time.Minute)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, lifecycle.RuleCreateTimeout, d.Rule)
+	require.Equal(t, "Machine machine-1 failed to be created in 5m0s; creation timeout exceeded.", lifecycle.Describe(&d.Status, machineName))
+}
+
+// DESIGN section 3: a crash right after CreateMachine (the intent was
+// saved, the result never recorded) is recognised: the next pass looks the
+// instance up on the same key and adopts it, never creating a second one.
+func TestDeviationCrashAfterCreateNeverCreatesTwice(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	create := ds[1]
+	require.Equal(t, driverapi.MethodCreate, create.Call.Method)
+	require.True(t, create.Changed, "the intent is saved before the call")
+	require.Equal(t, lifecycle.StageCreating, create.Status.Stage)
+	key := create.Call.IdempotencyKey()
+
+	// The shell saved the status, called CreateMachine, and crashed.
+	restart := in
+	restart.Status = create.Status
+	restart.Now = in.Now.Add(30 * time.Second)
+	d := step(t, cfg, restart)
+	require.Equal(t, driverapi.MethodGetStatus, d.Call.Method, "a new pass looks first")
+	require.Equal(t, key, d.Call.IdempotencyKey(), "on the same key")
+
+	// The provider has the instance: adopted and initialized, not created.
+	d = step(t, cfg, then(restart, d, ok(providerID, nodeName)))
+	require.Equal(t, lifecycle.RuleCreateAdopted, d.Rule)
+	require.Equal(t, driverapi.MethodInitialize, d.Call.Method)
+
+	// The provider has nothing yet: created again with the same key, which
+	// an idempotent provider answers with the same instance.
+	d2 := step(t, cfg, restart)
+	d2 = step(t, cfg, then(restart, d2, notFound))
+	require.Equal(t, driverapi.MethodCreate, d2.Call.Method)
+	require.Equal(t, key, d2.Call.IdempotencyKey())
+	require.False(t, d2.Changed, "the intent is already saved")
+}
+
+// Critique d.14: MCM re-initializes only when the provider reports
+// Uninitialized; a provider that answers OK lets the machine go Pending
+// without initialization. The explicit stage retries initialization.
+func TestDeviationInitializationRetriedFromTheStage(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound, ok(providerID, nodeName), fail(driverapi.Internal, "eni not ready"))
+	failed := ds[len(ds)-1]
+	require.Equal(t, phase.CrashLoopBackOff, failed.Status.Phase)
+	require.Equal(t, lifecycle.StageInitializing, failed.Status.Stage)
+
+	next := lastInput(in, ds, notFound, ok(providerID, nodeName), fail(driverapi.Internal, "eni not ready"))
+	next.Status = failed.Status
+	next.Outcome = nil
+	next.Now = in.Now.Add(retry.Short + time.Second)
+	d := step(t, cfg, next)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+	d = step(t, cfg, then(next, d, ok(providerID, nodeName)))
+	require.Equal(t, driverapi.MethodInitialize, d.Call.Method, "initialized again although the lookup said OK")
+	d = step(t, cfg, then(then(next, d, ok(providerID, nodeName)), d, driverapi.Result{}))
+	require.Equal(t, phase.Pending, d.Status.Phase)
+}
+
+// A machine whose initialization has not succeeded never becomes Running,
+// even when its node joined healthy: the startup taint keeps workload off
+// until initialization is done (seed 001). MCM's H3 makes such a
+// CrashLoopBackOff machine Running.
+func TestDeviationNoRunningBeforeInitialization(t *testing.T) {
+	in := withIdentity(newInput(), phase.CrashLoopBackOff)
+	in.Status.Stage = lifecycle.StageInitializing
+	in.Node = healthyNode()
+	in.Node.Taints = lifecycle.InstanceNotReady
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.CrashLoopBackOff, d.Status.Phase)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+}
+
+// A5 in MCM calls DeleteMachine once and forgets the instance; when that
+// call fails the VM leaks, and a later pass may even create another VM for
+// the Failed machine. The lifecycle records the stale instance and retries
+// its deletion until the provider confirms it, and never creates again.
+func TestDeviationStaleInstanceDeletedUntilConfirmed(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	in.CreatedNode = lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"}
+	ds := run(t, cfg, in, notFound, ok(providerID, "old-node"), fail(driverapi.Unavailable, "busy"))
+	d := ds[len(ds)-1]
+	require.Equal(t, lifecycle.RuleCreateStaleNode, d.Rule)
+	require.True(t, d.Status.Flags.Has(lifecycle.FlagStaleInstance))
+	require.Equal(t, providerID, d.Status.ProviderID)
+	require.Equal(t, retry.Short, d.Period)
+
+	// An early reconcile waits for the retry time; a later one deletes again.
+	later := in
+	later.CreatedNode = lifecycle.Node{}
+	later.Status = d.Status
+	later.Now = in.Now.Add(time.Second)
+	require.Equal(t, driverapi.MethodNone, step(t, cfg, later).Call.Method)
+	later.Now = in.Now.Add(retry.Short + time.Second)
+	d = step(t, cfg, later)
+	require.Equal(t, driverapi.MethodDelete, d.Call.Method)
+	require.Equal(t, providerID, d.Call.Machine.ProviderID)
+	d = step(t, cfg, then(later, d, driverapi.Result{}))
+	require.Equal(t, lifecycle.RuleCreateStaleDeleted, d.Rule)
+	require.Empty(t, d.Status.ProviderID)
+	require.False(t, d.Status.Flags.Has(lifecycle.FlagStaleInstance))
+
+	// The Failed machine waits for its owner; it never creates again.
+	later.Status = d.Status
+	later.Outcome = nil
+	later.Now = later.Now.Add(time.Hour)
+	d = step(t, cfg, later)
+	require.Equal(t, lifecycle.RuleAwaitReplacement, d.Rule)
+	require.Equal(t, driverapi.MethodNone, d.Call.Method)
+}
+
+// Seed 002: an instance that belongs to another incarnation of the machine
+// (same name, another UID) is never adopted; it is deleted, and a fresh one
+// is created under a new key.
+func TestDeviationForeignIncarnationNeverAdopted(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	old := ok("fake:///eu-1/vm-old", "node-old")
+	old.OwnerUID = "uid-0"
+	ds := run(t, cfg, in, old)
+	d := ds[1]
+	require.Equal(t, lifecycle.RuleCreateForeignInstance, d.Rule)
+	require.Equal(t, driverapi.MethodDelete, d.Call.Method)
+	require.Equal(t, "fake:///eu-1/vm-old", d.Call.Machine.ProviderID)
+	require.Empty(t, d.Status.ProviderID, "never recorded as this machine's")
+
+	d = step(t, cfg, then(lastInput(in, ds, old), d, driverapi.Result{}))
+	require.Equal(t, lifecycle.RuleCreateForeignDeleted, d.Rule)
+	require.Equal(t, driverapi.MethodGetStatus, d.Call.Method)
+	require.Equal(t, "uid-1/1", d.Call.IdempotencyKey(), "a fresh key for the new instance")
+}
+
+// MCM #1035: deletion that arrives while CreateMachine is in flight. The
+// result is recorded first, so deletion finds the instance.
+func TestDeviationDeletionDuringCreationKeepsTheInstance(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in = then(in, ds[1], ok(providerID, nodeName))
+	in.Object.DeletionTime = in.Now
+	d := step(t, cfg, in)
+	require.Equal(t, providerID, d.Status.ProviderID, "the created instance is recorded")
+	require.Equal(t, phase.Terminating, d.Status.Phase)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+}
+
+// MCM #680/#679: after an outage deadlines count from when the observer was
+// healthy again, so the end of an outage fails nothing at once.
+func TestDeviationDeadlinesCountFromObserverRecovery(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	in.Now = t0.Add(25 * time.Minute)
+	in.Observer = lifecycle.Observer{Degraded: true, Since: t0.Add(5 * time.Minute)}
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleFrozen, d.Rule)
+	require.Equal(t, phase.None, d.Status.Phase)
+
+	in.Observer = lifecycle.Observer{Since: t0.Add(24 * time.Minute)}
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule, "not failed the moment the outage ends")
+
+	in.Now = t0.Add(44*time.Minute + time.Second)
+	require.Equal(t, lifecycle.RuleCreateTimeout, step(t, cfg, in).Rule)
+}
+
+// DESIGN section 5: jitter and backoff apply from the second consecutive
+// failure; the first gets MCM's exact period. The retry time is in the
+// status, so an early reconcile waits instead of hammering the provider.
+func TestDeviationBackoffFromTheSecondFailure(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound, fail(driverapi.Unavailable, "busy"))
+	first := ds[2]
+	require.Equal(t, retry.Short, first.Requeue, "first failure: MCM's exact period")
+	require.Equal(t, uint8(1), first.Status.Failures.Create)
+
+	in.Status = first.Status
+	in.Outcome = nil
+	in.Now = in.Now.Add(2 * time.Second)
+	early := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateBackoff, early.Rule)
+	require.Equal(t, 3*time.Second, early.Requeue)
+	require.True(t, early.Done())
+
+	in.Now = in.Now.Add(4 * time.Second)
+	ds = run(t, cfg, in, notFound, fail(driverapi.Unavailable, "busy"))
+	second := ds[2]
+	require.Equal(t, retry.Short, second.Period)
+	require.Equal(t, cfg.Retry.Backoff(retry.Short, 0, 2, machineUID), second.Requeue)
+	require.Greater(t, second.Requeue, 2*retry.Short-time.Nanosecond)
+}
+
+// A Failed machine never asks CreateMachine (MCM would re-run creation for a
+// Failed machine without providerID).
+func TestFailedMachineNeverCreates(t *testing.T) {
+	in := newInput()
+	in.Status.Phase = phase.Failed
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, lifecycle.RuleAwaitReplacement, d.Rule)
+	require.Equal(t, lifecycle.WaitReplacement, d.Wait.For)
+}
+
+func TestStaleOrDuplicateOutcomeIsIgnored(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in = then(in, ds[1], ok(providerID, nodeName))
+	init := step(t, cfg, in) // recorded, initializing
+	// The create result is delivered a second time.
+	dup := in
+	dup.Status = init.Status
+	d := step(t, cfg, dup)
+	require.True(t, d.Anomalies.Has(lifecycle.AnomalyStaleOutcome))
+	require.NotEqual(t, driverapi.MethodCreate, d.Call.Method)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule, "decided afresh")
+}
+
+func TestPersistFailureCarriesNothingOut(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	// Saving the create intent failed: the input keeps the old status.
+	in.Outcome = &lifecycle.Outcome{OpID: ds[1].OpID, Persist: lifecycle.WriteConflict}
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RulePersistConflict, d.Rule)
+	require.Equal(t, retry.Conflict, d.Requeue)
+	require.True(t, d.Done())
+	require.False(t, d.Changed)
+	in.Outcome.Persist = lifecycle.WriteFailed
+	require.Equal(t, lifecycle.RulePersistFailed, step(t, cfg, in).Rule)
+}
+
+func TestOutcomeThatContradictsItsOpIsIgnored(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	d := step(t, cfg, in)
+	in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: 5}
+	got := step(t, cfg, in)
+	require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome))
+	require.Equal(t, lifecycle.RuleCreateLookup, got.Rule)
+	// A result of another method than the rule asked.
+	in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: 1, Result: driverapi.Result{Method: driverapi.MethodCreate}}
+	got = step(t, cfg, in)
+	require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome))
+}
+
+func TestJoinedRendersMCMText(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Node = healthyNode()
+	in.Node.Taints = lifecycle.InstanceNotReady
+	in.TokenExists = true
+	in.Now = t0.Add(7*time.Minute + 30*time.Second)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, lifecycle.RuleHealthJoined, d.Rule)
+	require.Equal(t, "Machine machine-1 successfully joined the cluster in 7m30s", lifecycle.Describe(&d.Status, machineName))
+	require.Equal(t, []string{
+		"event Normal MachineRunning (health.joined)",
+		"remove-taint node-vm-1 " + lifecycle.TaintInstanceNotReady,
+		"delete-bootstrap-token machine-1",
+	}, d.Lines())
+}
+
+func TestCriticalComponentsTaintHoldsPending(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Node = healthyNode()
+	in.Node.Taints = lifecycle.CriticalComponentsNotReady
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Pending, d.Status.Phase)
+	require.Equal(t, lifecycle.RuleHealthWaitJoin, d.Rule)
+	require.True(t, d.Changed, "conditions mirrored")
+	require.Equal(t, lifecycle.WaitNodeJoin, d.Wait.For)
+	require.Equal(t, time.Minute, d.Requeue)
+}

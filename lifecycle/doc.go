@@ -1,0 +1,117 @@
+// Package lifecycle decides, and only decides, what a machine controller
+// should do next for one machine (a VM, a bare-metal host, a Fly Machine
+// behind a virtual kubelet).
+//
+// The controller (the "shell") reads the world, calls [Step] with the
+// machine's [Input], and carries out the [Decision] it returns: persist this
+// status, call this driver method, write these objects, requeue after this
+// long. Step is a pure function of its [Config] and Input: it never reads a
+// clock, performs I/O, starts a goroutine, keeps global state or panics, and
+// it never changes its input. The same input gives the same decision.
+//
+// Behaviour follows the decision tables of Gardener's
+// machine-controller-manager (MCM) row by row, except for the deviations
+// listed in doc/mcm-compat.md, each of which fixes an MCM issue. Every
+// decision names its [Rule], a stable identifier such as
+// "create.vm-not-found".
+//
+// # The caller's obligations
+//
+// A reconcile pass of one machine is a short loop of steps. The shell must:
+//
+//  1. If [Decision.Changed], persist [Decision.Status] first. It is the
+//     write-ahead record: a decision that asks for a non-idempotent call,
+//     such as CreateMachine, records the intent and its idempotency key in
+//     the status, so a crash or a lost write between the call and its record
+//     is recognised on the next pass (no second create, no leaked VM). If
+//     the save fails, carry out nothing and call Step again with an Outcome
+//     whose Persist says how it failed.
+//  2. Carry out [Decision.Effects] in order, stopping at the first that
+//     fails. Each [Kind]'s doc says what to do. A [KindCallDriver] effect,
+//     always the last, invokes the driver with [Decision.Call]
+//     (driverapi.Invoke does it); a driver error is a result, not a failure.
+//  3. Call Step again with Input.Outcome = &[Outcome]{OpID, Ran, Stopped,
+//     Result}: the decision's OpID, how many effects ran, the result of the
+//     write that stopped it, and the driver's result. Report successes too:
+//     the lifecycle learns that an effect was carried out only from its
+//     outcome, never by guessing. Fill Input.CreatedNode when the result is
+//     a CreateMachine's.
+//  4. Repeat until a decision has no effects, at most [MaxStepsPerPass]
+//     steps in one pass; then requeue the machine after the last decision's
+//     [Decision.Requeue]. Pass Step the object as the shell's own last write
+//     returned it, or newer, never an older cached copy.
+//
+// MCM's "return ShortRetry after a successful step" becomes "step again
+// now" in this loop; retry periods apply when a pass ends. Every effect can
+// be rebuilt from the persisted status and what is observed, so a crash at
+// any point loses nothing: ensure-effects are emitted again while the
+// object differs, a token to delete while it exists, and a creation whose
+// providerID was never recorded is found by GetMachineStatus on the
+// machine's name, UID and idempotency key.
+//
+// A sample pass, with controller-runtime's Result as the requeue:
+//
+//	func reconcile(ctx context.Context, m *Machine) (ctrl.Result, error) {
+//		in := observe(m) // lifecycle.Input from caches, Outcome nil
+//		var d lifecycle.Decision
+//		for range lifecycle.MaxStepsPerPass {
+//			d = lifecycle.Step(cfg, in)
+//			out := &lifecycle.Outcome{OpID: d.OpID}
+//			if d.Changed {
+//				if w := saveStatus(ctx, m, d.Status); w != lifecycle.WriteOK {
+//					out.Persist = w
+//					d = lifecycle.Step(cfg, withOutcome(in, out))
+//					break
+//				}
+//				in.Status = d.Status
+//			}
+//			if d.Done() {
+//				break
+//			}
+//			for _, e := range d.Effects.Slice() {
+//				if e.Kind == lifecycle.KindCallDriver {
+//					out.Result = driverapi.Invoke(ctx, driver, d.Call, class)
+//				} else if w := apply(ctx, m, e); w != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
+//					out.Stopped = w
+//					break
+//				}
+//				out.Ran++
+//			}
+//			in = observe(m) // the object as the last write returned it
+//			in.Status, in.Outcome = d.Status, out
+//		}
+//		return ctrl.Result{RequeueAfter: d.Requeue}, nil
+//	}
+//
+// examples/inmemory implements this loop in full against an in-memory
+// provider.
+//
+// # What the input holds
+//
+// [Input] documents each observed field and how the shell fills it: the
+// machine object's fields ([Object]), the lifecycle's persisted [Status],
+// the machine's node ([Node], found by the machine's node label, else by the
+// node's machine-name label, else by providerID), the node a CreateMachine
+// named, whether the bootstrap token exists, whether the observer (API
+// server, cloud API) is degraded and since when, a problem found before
+// asking (an invalid machine, a missing class), and the [Outcome] of the
+// previous decision.
+//
+// # Bad input
+//
+// Bad input gets a clear rule, never a panic, and loses nothing: a zero Now
+// (input.zero-now), an object without name or UID (input.invalid-object), an
+// unknown phase or stage in the status (input.invalid-status), an invalid
+// Config (input.invalid-config). Input Step can work around is reported in
+// [Decision.Anomalies]: a clock behind the creation time (no deadline
+// fires), a driver code outside 0..17 (treated as undecodable), a driver
+// that answers OK without a providerID or node name (nothing is recorded,
+// the creation intent stays), an outcome of an older decision (ignored).
+//
+// # Cost
+//
+// A step on the common paths allocates nothing: effects live in a
+// fixed-capacity array inside the Decision, descriptions are rendered only
+// when the shell asks ([Describe]), and slices and maps of the input are
+// shared, never copied. [StepInto] avoids copying the values in and out.
+package lifecycle

@@ -1,0 +1,161 @@
+package lifecycle
+
+import "time"
+
+// Kind is the kind of an [Effect]. The set is closed: a shell that handles
+// every kind handles every decision.
+type Kind uint8
+
+// The effect kinds. Each says what the shell must do; every kind except
+// [KindEvent] reports failure by stopping the decision's effects there
+// (DESIGN section 3, obligation 2). Ensure- and remove-effects are
+// idempotent: a write that finds the object already as asked succeeds.
+const (
+	// KindNone is the zero Kind; no decision holds it.
+	KindNone Kind = iota
+
+	// KindEnsureFinalizer: add [Finalizer] to the machine object.
+	KindEnsureFinalizer
+	// KindRemoveFinalizer: remove [Finalizer] from the machine object.
+	KindRemoveFinalizer
+	// KindEnsureNodeLabel: set the machine's [NodeLabel] label to Value.
+	KindEnsureNodeLabel
+	// KindEnsureProviderID: set the machine's spec.providerID to Value.
+	KindEnsureProviderID
+	// KindEnsurePriority: set the machine's [PriorityAnnotation] to Value.
+	KindEnsurePriority
+
+	// KindLabelNode: set label Key to Value on node Node.
+	KindLabelNode
+	// KindRemoveTaint: remove the taint with key Key (every effect) from
+	// node Node. A node that no longer exists counts as done.
+	KindRemoveTaint
+
+	// KindEnsureBootstrapToken: make sure the bootstrap token secret of the
+	// machine named Value exists (secret
+	// kube-system/bootstrap-token-<BootstrapTokenID(Value)>) and expires at
+	// Expiry, and put it into the machine's user data before CreateMachine.
+	KindEnsureBootstrapToken
+	// KindDeleteBootstrapToken: delete the bootstrap token secret of the
+	// machine named Value. A token already gone counts as done.
+	KindDeleteBootstrapToken
+
+	// KindEvent: record a Kubernetes event on the machine, of type Warning
+	// when Warning is set and Normal otherwise, with reason Rule.Event() and a
+	// message rendered from the decision (Rule.Text() and the status'
+	// description). Events are best effort: a shell that fails to record one
+	// goes on as if it succeeded.
+	KindEvent
+
+	// KindCallDriver: invoke the driver with [Decision.Call] and report the
+	// result in [Outcome.Result]. It is always the last effect, and a
+	// decision has at most one. A driver error is a result, not a failure
+	// of the shell: Ran counts the call.
+	KindCallDriver
+
+	kindCount
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindNone:
+		return "none"
+	case KindEnsureFinalizer:
+		return "ensure-finalizer"
+	case KindRemoveFinalizer:
+		return "remove-finalizer"
+	case KindEnsureNodeLabel:
+		return "ensure-node-label"
+	case KindEnsureProviderID:
+		return "ensure-provider-id"
+	case KindEnsurePriority:
+		return "ensure-priority"
+	case KindLabelNode:
+		return "label-node"
+	case KindRemoveTaint:
+		return "remove-taint"
+	case KindEnsureBootstrapToken:
+		return "ensure-bootstrap-token"
+	case KindDeleteBootstrapToken:
+		return "delete-bootstrap-token"
+	case KindEvent:
+		return "event"
+	case KindCallDriver:
+		return "call-driver"
+	}
+	return "unknown-kind"
+}
+
+// Effect is one thing the shell must do. It is a tagged value: Kind says
+// which fields mean something, as each kind's doc states.
+type Effect struct {
+	// Kind selects what to do.
+	Kind Kind
+	// Warning marks a [KindEvent] of type Warning.
+	Warning bool
+	// Rule is the rule a [KindEvent] reports.
+	Rule Rule
+	// Node names the node of a node effect.
+	Node string
+	// Key is a label or taint key.
+	Key string
+	// Value is the value written: a label value, a providerID, a priority,
+	// or the machine name of a token effect.
+	Value string
+	// Expiry is when an ensured bootstrap token expires.
+	Expiry Stamp
+	// Timeout bounds an effect that waits.
+	Timeout time.Duration
+}
+
+// MaxEffects is the capacity of [Effects]: no decision needs more.
+const MaxEffects = 8
+
+// Effects is the ordered, fixed-capacity list of a decision's effects. It
+// lives inside the [Decision] value, so building it allocates nothing.
+type Effects struct {
+	n    uint8
+	list [MaxEffects]Effect
+}
+
+// Len returns the number of effects.
+func (e *Effects) Len() int { return int(e.n) }
+
+// At returns effect i (0 <= i < Len()).
+func (e *Effects) At(i int) Effect { return e.list[i] }
+
+// Slice returns the effects as a slice of the list's own storage; it is
+// valid while the Effects value is and must not be appended to.
+func (e *Effects) Slice() []Effect { return e.list[:e.n:e.n] }
+
+// Last returns the last effect, or the zero Effect when there is none.
+func (e *Effects) Last() Effect {
+	if e.n == 0 {
+		return Effect{}
+	}
+	return e.list[e.n-1]
+}
+
+// prepend puts effects in front of the list, keeping the order of both; it
+// reports false, changing nothing, when they do not fit.
+func (e *Effects) prepend(front []Effect) bool {
+	k := len(front)
+	if int(e.n)+k > MaxEffects {
+		return false
+	}
+	copy(e.list[k:int(e.n)+k], e.list[:e.n])
+	copy(e.list[:k], front)
+	e.n += uint8(k)
+	return true
+}
+
+// add appends an effect; it reports false, dropping it, when the list is full.
+func (e *Effects) add(x Effect) bool {
+	if int(e.n) >= MaxEffects {
+		return false
+	}
+	e.list[e.n] = x
+	e.n++
+	return true
+}

@@ -1,0 +1,269 @@
+package lifecycle_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// The fixtures every table test starts from.
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+const (
+	machineName = "machine-1"
+	machineUID  = "uid-1"
+	providerID  = "fake:///eu-1/vm-1"
+	nodeName    = "node-vm-1"
+)
+
+// newInput is a machine one minute old, with its finalizer, nothing
+// created yet.
+func newInput() lifecycle.Input {
+	return lifecycle.Input{
+		Now: t0.Add(time.Minute),
+		Object: lifecycle.Object{
+			Name:         machineName,
+			UID:          machineUID,
+			Owner:        "machineset-1",
+			CreationTime: t0,
+			Finalizer:    true,
+		},
+	}
+}
+
+// withIdentity returns in as a machine whose instance is recorded and
+// reflected on the object, in phase p.
+func withIdentity(in lifecycle.Input, p phase.Phase) lifecycle.Input {
+	in.Status.Phase = p
+	in.Status.PhaseSince = lifecycle.StampOf(t0)
+	in.Status.ProviderID = providerID
+	in.Status.NodeName = nodeName
+	in.Object.ProviderID = providerID
+	in.Object.NodeLabel = nodeName
+	in.Object.Priority = lifecycle.DefaultPriority
+	return in
+}
+
+// healthyNode is the machine's node, joined and healthy.
+func healthyNode() lifecycle.Node {
+	return lifecycle.Node{
+		Name:        nodeName,
+		ProviderID:  providerID,
+		MachineName: machineName,
+		Conditions: []lifecycle.Condition{
+			{Type: "Ready", Status: lifecycle.ConditionTrue, Since: lifecycle.StampOf(t0.Add(2 * time.Minute))},
+			{Type: "DiskPressure", Status: lifecycle.ConditionFalse},
+		},
+	}
+}
+
+// step calls Step and checks the promises that hold for every decision:
+// the input is unchanged, the decision is deterministic, a driver call is
+// the last effect and the only one, every phase change is declared, and a
+// pass ends with a positive requeue unless the machine is gone.
+func step(t *testing.T, cfg lifecycle.Config, in lifecycle.Input) lifecycle.Decision {
+	t.Helper()
+	before := deepCopy(in)
+	d := lifecycle.Step(cfg, in)
+	require.True(t, reflect.DeepEqual(before, in), "Step changed its input")
+	again := lifecycle.Step(cfg, before)
+	require.True(t, reflect.DeepEqual(d, again), "Step is not deterministic")
+	checkDecision(t, in, d)
+	return d
+}
+
+func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
+	t.Helper()
+	calls := 0
+	for i, e := range d.Effects.Slice() {
+		require.NotEqual(t, lifecycle.KindNone, e.Kind)
+		if e.Kind == lifecycle.KindCallDriver {
+			calls++
+			require.Equal(t, d.Effects.Len()-1, i, "the driver call must be the last effect")
+			require.NotEqual(t, driverapi.MethodNone, d.Call.Method)
+		}
+	}
+	require.LessOrEqual(t, calls, 1)
+	if calls == 0 {
+		require.Equal(t, driverapi.MethodNone, d.Call.Method, "a call without its effect")
+	}
+	require.True(t, phase.Allowed(in.Status.Phase, d.Status.Phase),
+		"undeclared phase change %s -> %s", in.Status.Phase.Label(), d.Status.Phase.Label())
+	if d.Rule != lifecycle.RuleNoMachine {
+		require.Positive(t, d.Requeue, "every pass ends with a positive requeue")
+	}
+	require.True(t, d.Rule.Valid(), "rule %v", d.Rule)
+	require.Equal(t, d.Changed, d.Status.Seq != in.Status.Seq, "Seq moves exactly with a change")
+	if d.Effects.Len() > 0 {
+		require.Equal(t, d.Status.Seq, d.OpID.Seq())
+		require.Equal(t, d.Rule, d.OpID.Rule())
+		require.Equal(t, d.Effects.Len(), d.OpID.Effects())
+	} else {
+		require.Zero(t, d.OpID)
+	}
+	// Safety promises of DESIGN section 6 that a single decision shows.
+	if d.Call.Method == driverapi.MethodCreate {
+		require.Empty(t, in.Status.ProviderID, "CreateMachine with an instance recorded")
+		require.True(t, in.Object.DeletionTime.IsZero(), "CreateMachine while deleting")
+	}
+	if d.Status.Phase == phase.Running && d.Status.Phase != in.Status.Phase {
+		require.True(t, in.Node.Found(), "Running without a node")
+	}
+}
+
+// deepCopy copies an Input including the slices, maps and outcome it
+// points to, so a later comparison sees any write through them.
+func deepCopy(in lifecycle.Input) lifecycle.Input {
+	out := in
+	out.Node.Conditions = append([]lifecycle.Condition(nil), in.Node.Conditions...)
+	if in.Node.Conditions == nil {
+		out.Node.Conditions = nil
+	}
+	out.Status.Conditions = cloneConds(in.Status.Conditions)
+	out.Status.Addresses = cloneAddrs(in.Status.Addresses)
+	out.Object.Overrides.NodeConditions = cloneStrings(in.Object.Overrides.NodeConditions)
+	if in.Outcome != nil {
+		o := *in.Outcome
+		o.Result.Addresses = cloneAddrs(o.Result.Addresses)
+		out.Outcome = &o
+	}
+	return out
+}
+
+func cloneConds(c []lifecycle.Condition) []lifecycle.Condition {
+	if c == nil {
+		return nil
+	}
+	return append([]lifecycle.Condition(nil), c...)
+}
+
+func cloneAddrs(a []driverapi.Address) []driverapi.Address {
+	if a == nil {
+		return nil
+	}
+	return append([]driverapi.Address(nil), a...)
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+// then builds the input of the step after d, when all of d's effects ran
+// and its driver call, if any, returned r.
+func then(in lifecycle.Input, d lifecycle.Decision, r driverapi.Result) lifecycle.Input {
+	in.Status = d.Status
+	if d.HasCall() {
+		r.Method = d.Call.Method
+	}
+	in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len(), Result: r}
+	applyObjectEffects(&in.Object, d)
+	return in
+}
+
+// applyObjectEffects plays the object ensure-effects onto the object, as
+// the shell's own write would return it.
+func applyObjectEffects(o *lifecycle.Object, d lifecycle.Decision) {
+	for _, e := range d.Effects.Slice() {
+		switch e.Kind {
+		case lifecycle.KindEnsureFinalizer:
+			o.Finalizer = true
+		case lifecycle.KindRemoveFinalizer:
+			o.Finalizer = false
+		case lifecycle.KindEnsureNodeLabel:
+			o.NodeLabel = e.Value
+		case lifecycle.KindEnsurePriority:
+			o.Priority = e.Value
+		case lifecycle.KindEnsureProviderID:
+			o.ProviderID = e.Value
+		}
+	}
+}
+
+// ok is a successful driver result.
+func ok(pid, node string) driverapi.Result {
+	return driverapi.Result{ProviderID: pid, NodeName: node, OwnerUID: machineUID}
+}
+
+// fail is a driver result with a status error of code c.
+func fail(c driverapi.Code, msg string) driverapi.Result {
+	return driverapi.ResultOf(driverapi.MethodNone, driverapi.Error(c, msg))
+}
+
+// undecodable is a driver result whose error is not a status error.
+func undecodable(msg string) driverapi.Result {
+	return driverapi.Result{Code: driverapi.Unknown, Undecodable: true, Message: msg, Text: msg}
+}
+
+// want is what a row asserts of a decision.
+type want struct {
+	rule    lifecycle.Rule
+	phase   phase.Phase
+	op      op
+	period  time.Duration
+	effects []string
+	changed bool
+}
+
+// op is a LastOperation as asserted: type, state, error code and the
+// rendered description.
+type op struct {
+	typ   lastop.Type
+	state lastop.State
+	code  string
+	desc  string
+}
+
+func assertDecision(t *testing.T, w want, d lifecycle.Decision) {
+	t.Helper()
+	require.Equal(t, w.rule.String(), d.Rule.String(), "rule")
+	require.Equal(t, w.phase.Label(), d.Status.Phase.Label(), "phase")
+	got := op{d.Status.LastOp.Type, d.Status.LastOp.State, d.Status.LastOp.ErrorCode,
+		lifecycle.Describe(&d.Status, machineName)}
+	require.Equal(t, w.op, got, "last operation")
+	require.Equal(t, w.period, d.Period, "retry period")
+	if w.effects == nil {
+		w.effects = []string{}
+	}
+	require.Equal(t, w.effects, d.Lines(), "effects")
+	require.Equal(t, w.changed, d.Changed, "status changed")
+}
+
+// run steps in and, for each result given, feeds it back as the outcome
+// of the previous decision, returning every decision.
+func run(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, results ...driverapi.Result) []lifecycle.Decision {
+	t.Helper()
+	ds := []lifecycle.Decision{step(t, cfg, in)}
+	for _, r := range results {
+		in = then(in, ds[len(ds)-1], r)
+		ds = append(ds, step(t, cfg, in))
+	}
+	return ds
+}
+
+// lastInput returns the input of the last step run would make.
+func lastInput(in lifecycle.Input, ds []lifecycle.Decision, results ...driverapi.Result) lifecycle.Input {
+	for i, r := range results {
+		in = then(in, ds[i], r)
+	}
+	return in
+}
+
+const (
+	lookupCall = "call GetMachineStatus machine-1 uid=uid-1 key=uid-1/0"
+	createCall = "call CreateMachine machine-1 uid=uid-1 key=uid-1/0"
+	initCall   = "call InitializeMachine machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1"
+)
+
+func tokenEffect(in lifecycle.Input, cfg lifecycle.Config) string {
+	return "ensure-bootstrap-token machine-1 expires " + lifecycle.StampOf(in.Now.Add(cfg.CreationTimeout)).String()
+}

@@ -1,0 +1,267 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+)
+
+// Input is everything one [Step] reads. It is read-only: Step copies what it
+// changes, and never writes through the slices and maps it holds.
+//
+// How the shell fills each field is written on the field. The shell reads
+// the world from its caches before each step; within one pass it passes the
+// object as its own last write returned it, or newer, never an older copy.
+type Input struct {
+	// Now is the time of this step. The core never reads a clock; a zero
+	// Now is refused (rule input.zero-now).
+	Now time.Time
+	// Object holds the machine object's fields the lifecycle reads. A zero
+	// Object (no name, no UID) means the machine no longer exists (MCM D1).
+	Object Object
+	// Status is the lifecycle's own persisted state, as last saved.
+	Status Status
+	// Node is the machine's node, found by the machine's "node" label, else
+	// by the node label node.gardener.cloud/machine-name = machine name, else
+	// by the providerID recorded in Status; Name "" when there is none.
+	Node Node
+	// CreatedNode is the node whose name a CreateMachine result returned, if
+	// such a node exists; the shell fills it only when Outcome reports a
+	// CreateMachine result (the stale-node check of MCM A5). Name "" when
+	// there is none.
+	CreatedNode Node
+	// TokenExists reports whether the machine's bootstrap token secret exists
+	// (see [BootstrapTokenID]).
+	TokenExists bool
+	// Observer reports whether what the shell observes through (the API
+	// server, the cloud API) is degraded. While it is, nothing is marked
+	// Failed and non-deleting machines wait (MCM D4).
+	Observer Observer
+	// Problem is what the shell found wrong with the machine or its class
+	// before it could ask the lifecycle (MCM D5, D6, X0).
+	Problem Problem
+	// Outcome reports what happened to the previous decision's effects; nil
+	// at the start of a pass.
+	Outcome *Outcome
+}
+
+// Object is the machine object as the lifecycle reads it. The lifecycle
+// changes it only through ensure-effects.
+type Object struct {
+	// Name and UID identify the machine. A new object with an old name has
+	// a new UID: another incarnation (seed 002).
+	Name, UID string
+	// Owner is the UID of the machine's owner (its MachineSet); the fleet
+	// limiter groups machines by it. "" for machines without an owner.
+	Owner string
+	// CreationTime is the object's creationTimestamp; the creation timeout
+	// counts from it.
+	CreationTime time.Time
+	// DeletionTime is the object's deletionTimestamp; zero when the machine
+	// is not being deleted. The drain timeout counts from it.
+	DeletionTime time.Time
+	// Finalizer reports whether [Finalizer] is on the object.
+	Finalizer bool
+	// NodeLabel is the value of the machine's [NodeLabel] label, "" when absent.
+	NodeLabel string
+	// ProviderID is spec.providerID.
+	ProviderID string
+	// Priority is the value of [PriorityAnnotation], "" when absent.
+	Priority string
+	// ForceDeletion reports whether [ForceDeletionLabel] parses as true.
+	ForceDeletion bool
+	// Overrides are the per-machine settings of the machine's spec that win
+	// over [Config].
+	Overrides Overrides
+}
+
+// Overrides are per-machine settings (MCM's inline MachineConfiguration and
+// the creation-timeout annotation). A zero field means "use the Config".
+type Overrides struct {
+	// CreationTimeout: the [CreationTimeoutAnnotation] when set, else
+	// spec creationTimeout.
+	CreationTimeout time.Duration
+	// HealthTimeout is spec healthTimeout.
+	HealthTimeout time.Duration
+	// DrainTimeout is spec drainTimeout.
+	DrainTimeout time.Duration
+	// MaxEvictRetries is spec maxEvictRetries.
+	MaxEvictRetries int32
+	// DisableHealthTimeout is spec disableHealthTimeout: an unhealthy machine
+	// is then never marked Failed.
+	DisableHealthTimeout bool
+	// NodeConditions is spec nodeConditions: the node condition types that
+	// make a node unhealthy when not False. Nil means the Config's list.
+	NodeConditions []string
+}
+
+// Node is what the lifecycle reads of a node. The zero Node (Name "") means
+// no node was found.
+type Node struct {
+	// Name of the node.
+	Name string
+	// ProviderID is the node's spec.providerID, "" when not yet set.
+	ProviderID string
+	// MachineName is the value of the node's [MachineNameLabel] label.
+	MachineName string
+	// Conditions are the node's status conditions (read-only).
+	Conditions []Condition
+	// Taints are the taints the lifecycle reads.
+	Taints Taints
+	// Deleting reports whether the node has a deletionTimestamp.
+	Deleting bool
+}
+
+// Found reports whether the node exists.
+func (n Node) Found() bool { return n.Name != "" }
+
+// Taints is the set of node taints the lifecycle reads.
+type Taints uint8
+
+const (
+	// CriticalComponentsNotReady is [TaintCriticalComponentsNotReady] with
+	// effect NoSchedule.
+	CriticalComponentsNotReady Taints = 1 << iota
+	// InstanceNotReady is [TaintInstanceNotReady], any effect.
+	InstanceNotReady
+)
+
+// Has reports whether every taint of t is in s.
+func (s Taints) Has(t Taints) bool { return s&t == t }
+
+// Condition is a node condition, as observed and as mirrored into a Status.
+type Condition struct {
+	// Type is the condition type, such as "Ready" or "DiskPressure".
+	Type string
+	// Status is True, False or Unknown.
+	Status ConditionStatus
+	// Since is the condition's lastTransitionTime.
+	Since Stamp
+	// Reason and Message are the condition's own texts.
+	Reason, Message string
+}
+
+// ConditionStatus is the status of a condition. The zero value is
+// ConditionUnknown, which counts as unhealthy.
+type ConditionStatus uint8
+
+const (
+	// ConditionUnknown is Kubernetes' "Unknown".
+	ConditionUnknown ConditionStatus = iota
+	// ConditionTrue is "True".
+	ConditionTrue
+	// ConditionFalse is "False".
+	ConditionFalse
+)
+
+// String returns Kubernetes' text for the status.
+func (s ConditionStatus) String() string {
+	switch s {
+	case ConditionTrue:
+		return "True"
+	case ConditionFalse:
+		return "False"
+	}
+	return "Unknown"
+}
+
+// Observer reports the health of what the shell observes through.
+type Observer struct {
+	// Degraded reports that the API server or cloud API cannot be trusted
+	// now (unreachable, or its caches are stale).
+	Degraded bool
+	// Since is when the observer became degraded or, when not degraded,
+	// when it became healthy again (zero: healthy for as long as known).
+	// After an outage, timeouts count from here at the earliest, so the end
+	// of an outage never fails a fleet at once.
+	Since time.Time
+}
+
+// Problem is what the shell found wrong before it could ask the lifecycle.
+type Problem uint8
+
+const (
+	// ProblemNone: the machine and its class are fine.
+	ProblemNone Problem = iota
+	// ProblemInvalidMachine: the machine failed validation or conversion
+	// (MCM D5: retried Long).
+	ProblemInvalidMachine
+	// ProblemClassUnavailable: the machine class or its secret is missing or
+	// unreadable (MCM D6: retried Long).
+	ProblemClassUnavailable
+	// ProblemClassNotReady: the class exists but is not ready yet, for
+	// example it lacks its finalizer (MCM D6: retried Short).
+	ProblemClassNotReady
+	// ProblemInvalidNodeTemplate: the class's node template is invalid (MCM
+	// D6: retried Short).
+	ProblemInvalidNodeTemplate
+)
+
+// String names the problem.
+func (p Problem) String() string {
+	switch p {
+	case ProblemNone:
+		return "none"
+	case ProblemInvalidMachine:
+		return "invalid-machine"
+	case ProblemClassUnavailable:
+		return "class-unavailable"
+	case ProblemClassNotReady:
+		return "class-not-ready"
+	case ProblemInvalidNodeTemplate:
+		return "invalid-node-template"
+	}
+	return "unknown-problem"
+}
+
+// Outcome tells [Step] what happened to the previous decision's effects
+// (DESIGN section 3, shell obligations 1 to 3). Successes are reported too:
+// the lifecycle learns that an effect was carried out only from its Outcome.
+type Outcome struct {
+	// OpID is the previous decision's [Decision.OpID]. An Outcome whose OpID
+	// the status does not expect (a late or duplicate result) is ignored.
+	OpID OpID
+	// Persist is the result of saving the previous decision's Status. When
+	// it is not [WriteOK], nothing else ran.
+	Persist Write
+	// Ran counts the effects carried out, in order, the driver call included
+	// once it returned (whatever its code).
+	Ran int
+	// Stopped is the result of the effect at index Ran when the shell
+	// stopped before the end: the write that failed. [WriteOK] when every
+	// effect ran.
+	Stopped Write
+	// Result is the driver call's result when the decision had one and it
+	// ran.
+	Result driverapi.Result
+}
+
+// Write is the result of an API write: persisting the status or carrying
+// out an object, node or token effect.
+type Write uint8
+
+const (
+	// WriteOK: the write succeeded (or, for an event, was attempted).
+	WriteOK Write = iota
+	// WriteConflict: the API server refused a stale write (HTTP 409).
+	WriteConflict
+	// WriteNotFound: the object written to does not exist.
+	WriteNotFound
+	// WriteFailed: any other error.
+	WriteFailed
+)
+
+// String names the write result.
+func (w Write) String() string {
+	switch w {
+	case WriteOK:
+		return "ok"
+	case WriteConflict:
+		return "conflict"
+	case WriteNotFound:
+		return "not-found"
+	case WriteFailed:
+		return "failed"
+	}
+	return "unknown-write"
+}

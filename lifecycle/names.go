@@ -1,0 +1,61 @@
+package lifecycle
+
+// Names the lifecycle reads and writes on Kubernetes objects. They are MCM's,
+// so that machines MCM manages can be driven by this library and back.
+const (
+	// Finalizer is the machine finalizer the lifecycle adds before anything
+	// else and removes last (MCM's machine.sapcloud.io/machine-controller-manager).
+	Finalizer = "machine.sapcloud.io/machine-controller-manager"
+	// NodeFinalizer is the finalizer MCM puts on nodes of machines it manages;
+	// deletion removes it before deleting the node.
+	NodeFinalizer = "node.machine.sapcloud.io/machine-controller"
+	// NodeLabel is the machine label that names the machine's node.
+	NodeLabel = "node"
+	// MachineNameLabel is the node label that names the node's machine.
+	MachineNameLabel = "node.gardener.cloud/machine-name"
+	// PriorityAnnotation is the machine annotation MCM's MachineSet reads to
+	// choose machines to delete; creation sets it to [DefaultPriority] when empty.
+	PriorityAnnotation = "machinepriority.machine.sapcloud.io"
+	// DefaultPriority is the value creation gives [PriorityAnnotation].
+	DefaultPriority = "3"
+	// ForceDeletionLabel, parsed as a boolean, forces drain and deletion.
+	ForceDeletionLabel = "force-deletion"
+	// CreationTimeoutAnnotation is the machine annotation (a Go duration)
+	// that overrides the creation timeout; the shell parses it into
+	// [Overrides.CreationTimeout].
+	CreationTimeoutAnnotation = "node.machine.sapcloud.io/effective-creation-timeout"
+	// TaintCriticalComponentsNotReady (NoSchedule) on a node keeps a Pending
+	// machine from becoming Running.
+	TaintCriticalComponentsNotReady = "node.gardener.cloud/critical-components-not-ready"
+	// TaintInstanceNotReady is the startup taint of seed 001: the kubelet
+	// registers with it and the lifecycle removes it once the machine is Running,
+	// so no workload lands before initialization finished.
+	TaintInstanceNotReady = "node.machine.sapcloud.io/instance-not-ready"
+	// ConditionReady is the node condition that must be True for a healthy node.
+	ConditionReady = "Ready"
+	// ConditionTerminating is the node condition deletion sets to True.
+	ConditionTerminating = "Terminating"
+	// BootstrapTokenNamespace holds the bootstrap token secrets.
+	BootstrapTokenNamespace = "kube-system"
+)
+
+// BootstrapTokenID returns the ID of the bootstrap token of a machine, as MCM
+// derives it: the first 6 hexadecimal digits of the last 5 bytes of the
+// machine name (fewer bytes when the name is shorter). The token's secret is
+// kube-system/bootstrap-token-<ID>. It allocates; shells call it, the core
+// only names the machine in its token effects.
+func BootstrapTokenID(machineName string) string {
+	const hexdigits = "0123456789abcdef"
+	tail := machineName
+	if len(tail) > 5 {
+		tail = tail[len(tail)-5:]
+	}
+	buf := make([]byte, 0, 10)
+	for i := 0; i < len(tail); i++ {
+		buf = append(buf, hexdigits[tail[i]>>4], hexdigits[tail[i]&0x0f])
+	}
+	if len(buf) > 6 {
+		buf = buf[:6]
+	}
+	return string(buf)
+}

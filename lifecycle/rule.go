@@ -1,0 +1,292 @@
+package lifecycle
+
+import "strconv"
+
+// Rule names the rule behind a decision. Its [Rule.String] is a stable
+// identifier ("create.vm-not-found") for logs, metrics and tests; its
+// [Rule.Text] is a short sentence for people. Rules are only ever added; an
+// identifier never changes meaning.
+type Rule uint16
+
+// The rules. The comment on each names the MCM decision-table row it
+// implements, or the deviation (doc/mcm-compat.md) it adds.
+const (
+	// RuleNone is the zero Rule; no decision holds it.
+	RuleNone Rule = iota
+
+	// RuleNoMachine: the machine object is gone; nothing to do (D1).
+	RuleNoMachine
+	// RuleInvalidConfig: the Config fails Validate; nothing is done.
+	RuleInvalidConfig
+	// RuleZeroNow: Input.Now is the zero time; nothing is done.
+	RuleZeroNow
+	// RuleInvalidObject: the object has a name but no UID, or a UID but no
+	// name; nothing is done.
+	RuleInvalidObject
+	// RuleInvalidStatus: the status holds an unknown phase, stage or flag;
+	// nothing is done and the status is kept as it is.
+	RuleInvalidStatus
+
+	// RulePersistConflict: saving the previous decision's status met a
+	// conflict; retry after the conflict period.
+	RulePersistConflict
+	// RulePersistFailed: saving the previous decision's status failed.
+	RulePersistFailed
+	// RuleWriteConflict: an effect's write met a conflict.
+	RuleWriteConflict
+	// RuleWriteFailed: an effect's write failed (or its object is gone).
+	RuleWriteFailed
+
+	// RuleFrozen: the observer is degraded and the machine is not being
+	// deleted; wait (D4).
+	RuleFrozen
+	// RuleInvalidMachine: the machine failed validation (D5).
+	RuleInvalidMachine
+	// RuleClassUnavailable: the class or its secret is missing (D6).
+	RuleClassUnavailable
+	// RuleClassNotReady: the class is not ready yet (D6).
+	RuleClassNotReady
+	// RuleInvalidNodeTemplate: the class's node template is invalid (D6).
+	RuleInvalidNodeTemplate
+	// RuleIdle: nothing to do until the next resync (D10, B9).
+	RuleIdle
+	// RuleAwaitReplacement: the machine is Failed; its owner replaces it.
+	RuleAwaitReplacement
+	// RuleDeleteBegins: deletion was requested; the machine becomes
+	// Terminating (D3, X3).
+	RuleDeleteBegins
+	// RuleDeleteNoFinalizer: deletion was requested but the finalizer is
+	// missing; nothing can be done (X2).
+	RuleDeleteNoFinalizer
+
+	// RuleCreateLookup: ask GetMachineStatus whether the instance exists
+	// (creation flow, every pass).
+	RuleCreateLookup
+	// RuleCreateLookupUndecodable: GetMachineStatus failed with an error
+	// that is not a status error; no writes (A1).
+	RuleCreateLookupUndecodable
+	// RuleCreateVMNotFound: no instance exists; record the creation intent
+	// and ask CreateMachine (A2-A6).
+	RuleCreateVMNotFound
+	// RuleCreateResourceExhausted: CreateMachine answered ResourceExhausted (A2).
+	RuleCreateResourceExhausted
+	// RuleCreateTransient: CreateMachine answered a transient code (A3).
+	RuleCreateTransient
+	// RuleCreateFailed: CreateMachine failed otherwise (A4).
+	RuleCreateFailed
+	// RuleCreateStaleNode: the created instance's node name belongs to a
+	// node of another instance; mark Failed and delete the instance (A5,
+	// compared by providerID).
+	RuleCreateStaleNode
+	// RuleCreateStaleDeleted: the stale-node instance is gone at the provider.
+	RuleCreateStaleDeleted
+	// RuleCreateCreated: CreateMachine succeeded; record the instance and
+	// ask InitializeMachine (A6).
+	RuleCreateCreated
+	// RuleCreateEmptyIdentity: the driver answered OK without a providerID
+	// or node name; nothing is recorded (B1).
+	RuleCreateEmptyIdentity
+	// RuleCreateRecorded: GetMachineStatus found nothing but an instance is
+	// recorded; go on with it (A7).
+	RuleCreateRecorded
+	// RuleCreateUninitialized: the instance exists but must be initialized
+	// (A8).
+	RuleCreateUninitialized
+	// RuleCreateLookupFailed: GetMachineStatus failed with a decodable code
+	// (A9).
+	RuleCreateLookupFailed
+	// RuleCreateAdopted: GetMachineStatus found the instance; record it (A10).
+	RuleCreateAdopted
+	// RuleCreateForeignInstance: the instance found belongs to another
+	// incarnation of the machine (another UID); delete it, never adopt it.
+	RuleCreateForeignInstance
+	// RuleCreateForeignDeleted: the other incarnation's instance is gone;
+	// create afresh with a new idempotency key.
+	RuleCreateForeignDeleted
+	// RuleCreateInitialize: InitializeMachine must run (again) for the
+	// recorded instance.
+	RuleCreateInitialize
+	// RuleCreateInitUnimplemented: InitializeMachine is not implemented;
+	// nothing to initialize (B3).
+	RuleCreateInitUnimplemented
+	// RuleCreateInitUndecodable: InitializeMachine failed with an error that
+	// is not a status error; no status write (B4).
+	RuleCreateInitUndecodable
+	// RuleCreateInitFailed: InitializeMachine failed (B5).
+	RuleCreateInitFailed
+	// RuleCreatePending: the instance is created and initialized; wait for
+	// its node (B8).
+	RuleCreatePending
+	// RuleCreateAvailable: the instance is created and initialized and there
+	// is no target cluster (B6, B8).
+	RuleCreateAvailable
+	// RuleCreateTimeout: a machine still being created passed its creation
+	// timeout, whatever its phase (MCM #1110).
+	RuleCreateTimeout
+	// RuleCreateBackoff: a creation step failed; waiting for its retry time
+	// (Status.RetryAfter).
+	RuleCreateBackoff
+
+	// RuleHealthWaitJoin: Pending; waiting for the node to join and turn
+	// healthy (H11).
+	RuleHealthWaitJoin
+	// RuleHealthJoined: the node joined and is healthy; Running (H3, first
+	// join).
+	RuleHealthJoined
+	// RuleHealthRejoined: the node is healthy again; Running (H3).
+	RuleHealthRejoined
+	// RuleHealthJoinTimeout: Pending past the creation timeout; Failed (H7).
+	RuleHealthJoinTimeout
+	// RuleHealthUnhealthy: Running with an unhealthy node; Unknown (H4).
+	RuleHealthUnhealthy
+	// RuleHealthNodeMissing: Running and the node went missing; Unknown (H1).
+	RuleHealthNodeMissing
+	// RuleHealthConditions: the node's conditions changed; mirrored (H2).
+	RuleHealthConditions
+	// RuleHealthSync: Running and healthy; remove the startup taint, delete
+	// the bootstrap token and label the node as the flows require.
+	RuleHealthSync
+	// RuleHealthy: Running and healthy; nothing to do until the next resync
+	// (H13).
+	RuleHealthy
+	// RuleHealthWaitUnknown: Unknown; waiting for the node to recover (H11).
+	RuleHealthWaitUnknown
+
+	ruleCount
+)
+
+type ruleInfo struct{ id, text, event string }
+
+func (r Rule) info() ruleInfo {
+	switch r {
+	case RuleNone:
+		return ruleInfo{"none", "no rule", ""}
+	case RuleNoMachine:
+		return ruleInfo{"dispatch.no-machine", "the machine object is gone", ""}
+	case RuleInvalidConfig:
+		return ruleInfo{"input.invalid-config", "the configuration is invalid (see Config.Validate)", ""}
+	case RuleZeroNow:
+		return ruleInfo{"input.zero-now", "the input's Now is the zero time", ""}
+	case RuleInvalidObject:
+		return ruleInfo{"input.invalid-object", "the machine object lacks a name or a UID", ""}
+	case RuleInvalidStatus:
+		return ruleInfo{"input.invalid-status", "the status holds an unknown phase, stage or flag", ""}
+	case RulePersistConflict:
+		return ruleInfo{"outcome.persist-conflict", "saving the status met a conflict", ""}
+	case RulePersistFailed:
+		return ruleInfo{"outcome.persist-failed", "saving the status failed", ""}
+	case RuleWriteConflict:
+		return ruleInfo{"outcome.write-conflict", "an effect's write met a conflict", ""}
+	case RuleWriteFailed:
+		return ruleInfo{"outcome.write-failed", "an effect's write failed", ""}
+	case RuleFrozen:
+		return ruleInfo{"dispatch.observer-degraded", "the observer is degraded; the machine waits", ""}
+	case RuleInvalidMachine:
+		return ruleInfo{"dispatch.invalid-machine", "the machine failed validation", "InvalidMachine"}
+	case RuleClassUnavailable:
+		return ruleInfo{"dispatch.class-unavailable", "the machine class or its secret is unavailable", "ClassUnavailable"}
+	case RuleClassNotReady:
+		return ruleInfo{"dispatch.class-not-ready", "the machine class is not ready yet", ""}
+	case RuleInvalidNodeTemplate:
+		return ruleInfo{"dispatch.invalid-node-template", "the machine class's node template is invalid", "InvalidNodeTemplate"}
+	case RuleIdle:
+		return ruleInfo{"dispatch.idle", "nothing to do until the next resync", ""}
+	case RuleAwaitReplacement:
+		return ruleInfo{"dispatch.await-replacement", "the machine failed; its owner replaces it", ""}
+	case RuleDeleteBegins:
+		return ruleInfo{"delete.begins", "deletion requested; the machine is terminating", "MachineTerminating"}
+	case RuleDeleteNoFinalizer:
+		return ruleInfo{"delete.no-finalizer", "deletion cannot proceed without the finalizer", ""}
+	case RuleCreateLookup:
+		return ruleInfo{"create.lookup", "asking the provider whether the instance exists", ""}
+	case RuleCreateLookupUndecodable:
+		return ruleInfo{"create.lookup-undecodable", "the provider's lookup error could not be decoded", ""}
+	case RuleCreateVMNotFound:
+		return ruleInfo{"create.vm-not-found", "no instance exists; creating it", ""}
+	case RuleCreateResourceExhausted:
+		return ruleInfo{"create.resource-exhausted", "the provider is out of capacity", "CreateFailed"}
+	case RuleCreateTransient:
+		return ruleInfo{"create.transient-error", "creating the instance failed transiently", "CreateFailed"}
+	case RuleCreateFailed:
+		return ruleInfo{"create.failed", "creating the instance failed", "CreateFailed"}
+	case RuleCreateStaleNode:
+		return ruleInfo{"create.stale-node", "the created instance uses a stale node object; deleting it", "StaleNode"}
+	case RuleCreateStaleDeleted:
+		return ruleInfo{"create.stale-deleted", "the instance on a stale node object is gone", ""}
+	case RuleCreateCreated:
+		return ruleInfo{"create.created", "the instance was created; initializing it", "InstanceCreated"}
+	case RuleCreateEmptyIdentity:
+		return ruleInfo{"create.empty-identity", "the provider answered without a providerID or node name", "EmptyIdentity"}
+	case RuleCreateRecorded:
+		return ruleInfo{"create.recorded-instance", "the provider lookup found nothing; using the recorded instance", ""}
+	case RuleCreateUninitialized:
+		return ruleInfo{"create.uninitialized", "the instance exists but is not initialized", ""}
+	case RuleCreateLookupFailed:
+		return ruleInfo{"create.lookup-failed", "asking the provider for the instance failed", "CreateFailed"}
+	case RuleCreateAdopted:
+		return ruleInfo{"create.adopted", "the instance exists; recording it", ""}
+	case RuleCreateForeignInstance:
+		return ruleInfo{"create.foreign-instance", "the instance belongs to another incarnation; deleting it", "ForeignInstance"}
+	case RuleCreateForeignDeleted:
+		return ruleInfo{"create.foreign-deleted", "the other incarnation's instance is gone; creating afresh", ""}
+	case RuleCreateInitialize:
+		return ruleInfo{"create.initialize", "initializing the recorded instance", ""}
+	case RuleCreateInitUnimplemented:
+		return ruleInfo{"create.init-unimplemented", "the provider needs no initialization", ""}
+	case RuleCreateInitUndecodable:
+		return ruleInfo{"create.init-undecodable", "the provider's initialization error could not be decoded", ""}
+	case RuleCreateInitFailed:
+		return ruleInfo{"create.init-failed", "initializing the instance failed", "InitializeFailed"}
+	case RuleCreatePending:
+		return ruleInfo{"create.pending", "the instance is ready; waiting for its node", "InstanceReady"}
+	case RuleCreateAvailable:
+		return ruleInfo{"create.available", "the instance is ready; no target cluster to join", "MachineAvailable"}
+	case RuleCreateTimeout:
+		return ruleInfo{"create.timeout", "the machine was not created within the creation timeout", "MachineFailed"}
+	case RuleCreateBackoff:
+		return ruleInfo{"create.backoff", "waiting to retry a failed creation step", ""}
+	case RuleHealthWaitJoin:
+		return ruleInfo{"health.waiting-for-node", "waiting for the node to join and turn healthy", ""}
+	case RuleHealthJoined:
+		return ruleInfo{"health.joined", "the node joined and is healthy", "MachineRunning"}
+	case RuleHealthRejoined:
+		return ruleInfo{"health.rejoined", "the node is healthy again", "MachineRunning"}
+	case RuleHealthJoinTimeout:
+		return ruleInfo{"health.join-timeout", "the node did not join within the creation timeout", "MachineFailed"}
+	case RuleHealthUnhealthy:
+		return ruleInfo{"health.unhealthy", "the node is unhealthy", "MachineUnhealthy"}
+	case RuleHealthNodeMissing:
+		return ruleInfo{"health.node-missing", "the node went missing", "MachineUnhealthy"}
+	case RuleHealthConditions:
+		return ruleInfo{"health.conditions", "the node's conditions changed", ""}
+	case RuleHealthSync:
+		return ruleInfo{"health.sync", "the machine is running; bringing the node in line", ""}
+	case RuleHealthy:
+		return ruleInfo{"health.healthy", "the machine is running and healthy", ""}
+	case RuleHealthWaitUnknown:
+		return ruleInfo{"health.waiting-for-recovery", "the node is unhealthy; waiting for it to recover", ""}
+	}
+	return ruleInfo{"rule(" + strconv.Itoa(int(r)) + ")", "unknown rule", ""}
+}
+
+// String returns the rule's stable identifier, such as "create.vm-not-found".
+func (r Rule) String() string { return r.info().id }
+
+// Text returns a short sentence saying what the rule decided.
+func (r Rule) Text() string { return r.info().text }
+
+// Event returns the Kubernetes event reason the rule reports, "" when the
+// rule reports none.
+func (r Rule) Event() string { return r.info().event }
+
+// Valid reports whether r is a declared rule other than RuleNone.
+func (r Rule) Valid() bool { return r > RuleNone && r < ruleCount }
+
+// Rules returns every declared rule except RuleNone, in declaration order.
+func Rules() []Rule {
+	out := make([]Rule, 0, ruleCount-1)
+	for r := RuleNone + 1; r < ruleCount; r++ {
+		out = append(out, r)
+	}
+	return out
+}

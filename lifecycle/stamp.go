@@ -1,0 +1,68 @@
+package lifecycle
+
+import "time"
+
+// Stamp is a point in time kept in a [Status]: Unix nanoseconds, with 0
+// meaning "unset". The status stores stamps instead of [time.Time] values
+// because a Stamp is 8 bytes against 24, and copying the status is the main
+// cost of a step. Stamps cover the years 1678 to 2262.
+type Stamp int64
+
+// StampOf returns the stamp of t; the zero time gives the unset stamp 0.
+func StampOf(t time.Time) Stamp {
+	if t.IsZero() {
+		return 0
+	}
+	return Stamp(t.UnixNano())
+}
+
+// Time returns the stamp as a UTC time; the unset stamp gives the zero time.
+func (s Stamp) Time() time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s)).UTC()
+}
+
+// IsZero reports whether the stamp is unset.
+func (s Stamp) IsZero() bool { return s == 0 }
+
+// Add returns the stamp d later, saturating instead of overflowing.
+func (s Stamp) Add(d time.Duration) Stamp {
+	r := s + Stamp(d)
+	if d > 0 && r < s {
+		return Stamp(1<<63 - 1)
+	}
+	if d < 0 && r > s {
+		return Stamp(-1 << 63)
+	}
+	return r
+}
+
+// Sub returns s - t, saturating instead of overflowing.
+func (s Stamp) Sub(t Stamp) time.Duration {
+	r := time.Duration(s - t)
+	if t < 0 && r < 0 && s >= 0 {
+		return time.Duration(1<<63 - 1)
+	}
+	if t > 0 && r > 0 && s < 0 {
+		return time.Duration(-1 << 63)
+	}
+	return r
+}
+
+// String formats the stamp as RFC 3339 with nanoseconds, or "unset".
+func (s Stamp) String() string {
+	if s == 0 {
+		return "unset"
+	}
+	return s.Time().Format(time.RFC3339Nano)
+}
+
+// later returns the later of two stamps.
+func later(a, b Stamp) Stamp {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,124 @@
+package lifecycle
+
+import (
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// Status is the lifecycle's persisted state of one machine (DESIGN section
+// 4). Everything the flows decide on is explicit here; nothing is inferred
+// from free text. The shell saves it whenever [Decision.Changed] is true,
+// before it carries out any effect: it is the write-ahead record.
+//
+// The value is kept compact (times are [Stamp]s, enums are bytes) because
+// copying it is the main cost of a step. Slices and maps in it are never
+// written in place: a step that changes one builds a new one.
+type Status struct {
+	// Phase is MCM's machine phase.
+	Phase phase.Phase
+	// Stage is the program counter of the creation and deletion flows.
+	Stage Stage
+	// Flags are the facts a flow recorded.
+	Flags Flags
+	// Failures counts consecutive failures per sub-flow, for backoff.
+	Failures Failures
+	// Attempt is the creation attempt. With the machine's UID it forms the
+	// idempotency key of CreateMachine; it grows only when an instance is
+	// deliberately discarded, so retries of one creation reuse one key.
+	Attempt uint32
+	// Seq grows by one with every change of the status. Decisions carry it
+	// in their [OpID], so an outcome of an older decision is recognised.
+	Seq uint32
+	// PhaseSince is when the current phase was entered.
+	PhaseSince Stamp
+	// StageSince is when the current stage was entered.
+	StageSince Stamp
+	// RetryAfter is the earliest time the current stage may ask the driver
+	// again after a failure (its backoff); unset when it need not wait. A
+	// reconcile that comes earlier, for whatever reason, waits: backoff is
+	// kept by the status, not by the shell's requeue.
+	RetryAfter Stamp
+	// LastOp is MCM's LastOperation in structured form; lastop renders its
+	// description on demand.
+	LastOp lastop.Operation
+	// ProviderID identifies the machine's instance at the provider; "" until
+	// an instance is recorded.
+	ProviderID string
+	// NodeName is the name of the instance's node as the provider reported it.
+	NodeName string
+	// LastKnownState is the provider's opaque state, as the last
+	// CreateMachine or DeleteMachine response gave it. No error path clears it.
+	LastKnownState string
+	// Addresses are the instance's addresses (read-only; replaced, never
+	// written in place). Only kept without a target cluster, as MCM does.
+	Addresses []driverapi.Address
+	// Conditions mirror the node's conditions (read-only; replaced, never
+	// written in place).
+	Conditions []Condition
+}
+
+// Stage is the program counter of the creation and deletion flows: the step
+// a machine is in, explicit in the status instead of hidden in a
+// description (MCM critique d.1). The zero value is StageNone.
+type Stage uint8
+
+const (
+	// StageNone: no flow is in progress.
+	StageNone Stage = iota
+	// StageCreating: a CreateMachine was decided (the intent and the
+	// attempt are recorded) and its instance is not recorded yet.
+	StageCreating
+	// StageInitializing: the instance is recorded; InitializeMachine has not
+	// succeeded yet.
+	StageInitializing
+	stageCount
+)
+
+// String names the stage.
+func (s Stage) String() string {
+	switch s {
+	case StageNone:
+		return "none"
+	case StageCreating:
+		return "creating"
+	case StageInitializing:
+		return "initializing"
+	}
+	return "unknown-stage"
+}
+
+// Valid reports whether s is a declared stage.
+func (s Stage) Valid() bool { return s < stageCount }
+
+// creating reports whether the stage belongs to the creation flow.
+func (s Stage) creating() bool { return s == StageCreating || s == StageInitializing }
+
+// Flags are facts a flow recorded in the status.
+type Flags uint16
+
+const (
+	// FlagStaleInstance: the recorded instance was created on a stale node
+	// object (MCM A5) and must be deleted at the provider; ProviderID names it.
+	FlagStaleInstance Flags = 1 << iota
+	flagsKnown              = FlagStaleInstance
+)
+
+// Has reports whether every flag of f is set in s.
+func (s Flags) Has(f Flags) bool { return s&f == f }
+
+// Failures counts consecutive failures per sub-flow. A count grows when a
+// step of its sub-flow fails and returns to zero when one succeeds; backoff
+// and jitter apply from the second failure (retry.Policy.Backoff).
+type Failures struct {
+	// Create counts failed lookups, creations and initializations.
+	Create uint8
+}
+
+// bump returns n+1, saturating.
+func bump(n uint8) uint8 {
+	if n == 255 {
+		return n
+	}
+	return n + 1
+}

@@ -1,0 +1,463 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Step decides what to do next for one machine: a pure function of the
+// configuration and the input. It never reads a clock, performs I/O, panics
+// or changes its input; the same input gives the same decision, bit for bit.
+// The package doc lists what the caller must do with the decision.
+//
+// Step allocates nothing on the common paths. [StepInto] is the same
+// function writing into a caller-owned Decision, for callers that step many
+// machines and want to avoid copying the values in and out.
+func Step(cfg Config, in Input) Decision {
+	var d Decision
+	StepInto(&d, &cfg, &in)
+	return d
+}
+
+// StepInto is [Step] writing its decision into d, which it overwrites
+// entirely. It reads cfg and in and never writes them; d must not alias in.
+func StepInto(d *Decision, cfg *Config, in *Input) {
+	*d = Decision{Status: in.Status}
+	x := decider{cfg: cfg, in: in, d: d, st: &d.Status, now: StampOf(in.Now)}
+	x.run()
+	x.finish()
+}
+
+// decider holds one step's inputs and the decision being built. Every
+// transition of every flow goes through its methods, so the bookkeeping
+// (phase table, stamps, sequence, op IDs, requeue) lives in one place.
+type decider struct {
+	cfg     *Config
+	in      *Input
+	d       *Decision
+	st      *Status
+	now     Stamp
+	changed bool
+	ensure  bool // emit the object ensure-effects first (see ensureObject)
+	gone    bool
+}
+
+// run validates the input, consumes the outcome, and dispatches.
+func (x *decider) run() {
+	o := &x.in.Object
+	switch {
+	case o.Name == "" && o.UID == "":
+		x.gone = true
+		x.rule(RuleNoMachine)
+		return
+	case o.Name == "" || o.UID == "":
+		x.rule(RuleInvalidObject)
+		x.requeue(retry.Long)
+		return
+	case !x.cfg.valid():
+		x.rule(RuleInvalidConfig)
+		x.requeue(retry.Long)
+		return
+	case x.now == 0:
+		x.rule(RuleZeroNow)
+		x.requeue(retry.Short)
+		return
+	case !x.st.Phase.Valid() || !x.st.Stage.Valid() || x.st.Flags&^flagsKnown != 0:
+		x.rule(RuleInvalidStatus)
+		x.requeue(retry.Long)
+		return
+	}
+	if x.outcome() {
+		return
+	}
+	x.dispatch()
+}
+
+// finish seals the decision: object ensure-effects first, sequence number,
+// op ID, and a positive requeue.
+func (x *decider) finish() {
+	d := x.d
+	if x.ensure && !x.deleting() {
+		x.ensureObject()
+	}
+	if x.changed {
+		x.st.Seq++
+		d.Changed = true
+	}
+	if n := d.Effects.Len(); n > 0 {
+		d.OpID = newOpID(x.st.Seq, d.Rule, n)
+	}
+	if d.Requeue <= 0 && !x.gone {
+		// Every pass ends with a positive requeue; a path that forgot one
+		// gets the short period rather than being forgotten.
+		d.Requeue, d.Period = retry.Short, retry.Short
+	}
+}
+
+// outcome consumes Input.Outcome. It reports whether it decided; when it
+// did not, the caller decides afresh.
+func (x *decider) outcome() bool {
+	o := x.in.Outcome
+	if o == nil {
+		return false
+	}
+	switch o.Persist {
+	case WriteOK:
+	case WriteConflict:
+		x.rule(RulePersistConflict)
+		x.requeue(retry.Conflict)
+		return true
+	default:
+		x.rule(RulePersistFailed)
+		x.requeue(retry.Short)
+		return true
+	}
+	if o.OpID == 0 || o.OpID.Seq() != x.st.Seq {
+		x.anomaly(AnomalyStaleOutcome)
+		return false
+	}
+	n := o.OpID.Effects()
+	if o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK) {
+		x.anomaly(AnomalyBadOutcome)
+		return false
+	}
+	if o.Ran < n {
+		if o.Stopped == WriteConflict {
+			x.rule(RuleWriteConflict)
+			x.requeue(retry.Conflict)
+		} else {
+			x.rule(RuleWriteFailed)
+			x.requeue(retry.Short)
+		}
+		return true
+	}
+	r := &o.Result
+	if r.Method == driverapi.MethodNone {
+		// The decision had no driver call: its effects are done, and the
+		// next decision is made afresh from the world they changed.
+		return false
+	}
+	rule := o.OpID.Rule()
+	switch {
+	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateLookup:
+		x.onLookup(r)
+	case r.Method == driverapi.MethodCreate && rule == RuleCreateVMNotFound:
+		x.onCreate(r)
+	case r.Method == driverapi.MethodInitialize && rule.initializes():
+		x.onInitialize(r)
+	case r.Method == driverapi.MethodDelete && rule == RuleCreateStaleNode:
+		x.onStaleDelete(r)
+	case r.Method == driverapi.MethodDelete && rule == RuleCreateForeignInstance:
+		x.onForeignDelete(r)
+	default:
+		x.anomaly(AnomalyBadOutcome)
+		return false
+	}
+	return true
+}
+
+// dispatch is the top of a fresh decision (MCM table b.1): finalizer,
+// deletion, freeze, problems, then the flow of the machine's phase.
+func (x *decider) dispatch() {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	x.ensure = true
+	if x.in.Observer.Degraded {
+		x.rule(RuleFrozen)
+		x.requeue(retry.Long)
+		x.wait(WaitObserver, StampOf(x.in.Observer.Since), 0)
+		return
+	}
+	switch x.in.Problem {
+	case ProblemNone:
+	case ProblemInvalidMachine:
+		x.problem(RuleInvalidMachine, retry.Long)
+		return
+	case ProblemClassNotReady:
+		x.problem(RuleClassNotReady, retry.Short)
+		return
+	case ProblemInvalidNodeTemplate:
+		x.problem(RuleInvalidNodeTemplate, retry.Short)
+		return
+	default:
+		x.problem(RuleClassUnavailable, retry.Long)
+		return
+	}
+	st := x.st
+	switch {
+	case st.Flags.Has(FlagStaleInstance):
+		x.discardStale()
+	case st.Phase == phase.Failed:
+		x.health()
+	case st.Stage.creating(), st.Phase == phase.None, st.Phase == phase.CrashLoopBackOff:
+		x.create()
+	case st.Phase == phase.Available, st.Phase == phase.Terminating:
+		// Available has no node to watch (D10). Terminating without a
+		// deletion time is a machine its owner is about to delete.
+		x.idle()
+	case st.ProviderID == "":
+		// A machine past creation without a recorded instance (adopted from
+		// elsewhere): find its instance again (D9).
+		x.create()
+	default:
+		x.health()
+	}
+}
+
+func (x *decider) problem(r Rule, period time.Duration) {
+	x.rule(r)
+	x.requeue(period)
+	x.wait(WaitProblem, 0, 0)
+}
+
+// idle ends a pass with nothing to do until the next resync (D10).
+func (x *decider) idle() {
+	x.rule(RuleIdle)
+	x.resync()
+}
+
+// deleting reports whether deletion was requested.
+func (x *decider) deleting() bool { return !x.in.Object.DeletionTime.IsZero() }
+
+// ensureObject puts the object ensure-effects for whatever still differs
+// from the final status in front of the decision's other effects: the
+// finalizer, and once an instance is recorded the node label, the priority
+// annotation and spec.providerID (MCM D2 and B2). Computing them last, from
+// the status the decision leaves, keeps them complete and first, so the
+// provider sees the object written before any call.
+func (x *decider) ensureObject() {
+	var buf [4]Effect
+	n := 0
+	o, st := &x.in.Object, x.st
+	if !o.Finalizer {
+		buf[n] = Effect{Kind: KindEnsureFinalizer, Key: Finalizer}
+		n++
+	}
+	if st.ProviderID != "" && !st.Flags.Has(FlagStaleInstance) {
+		if !x.cfg.NoTargetCluster && st.NodeName != "" && o.NodeLabel != st.NodeName {
+			buf[n] = Effect{Kind: KindEnsureNodeLabel, Key: NodeLabel, Value: st.NodeName}
+			n++
+		}
+		if o.Priority == "" {
+			buf[n] = Effect{Kind: KindEnsurePriority, Key: PriorityAnnotation, Value: DefaultPriority}
+			n++
+		}
+		if o.ProviderID != st.ProviderID {
+			buf[n] = Effect{Kind: KindEnsureProviderID, Value: st.ProviderID}
+			n++
+		}
+	}
+	if n > 0 && !x.d.Effects.prepend(buf[:n]) {
+		x.anomaly(AnomalyEffectsFull)
+	}
+}
+
+// ---- bookkeeping -------------------------------------------------------
+
+func (x *decider) rule(r Rule) { x.d.Rule = r }
+
+func (x *decider) anomaly(a Anomalies) { x.d.Anomalies |= a }
+
+// requeue sets the requeue to an exact period.
+func (x *decider) requeue(period time.Duration) {
+	x.d.Period, x.d.Requeue = period, period
+}
+
+// backoff sets the requeue after the n-th consecutive failure of a sub-flow
+// whose base period is base: exactly base for the first failure, then
+// bounded exponential backoff with the machine's deterministic jitter.
+func (x *decider) backoff(base time.Duration, failures uint8) {
+	x.d.Period = base
+	x.d.Requeue = x.cfg.Retry.Backoff(base, 0, uint32(failures), x.in.Object.UID)
+}
+
+// resync sets the Long requeue of a machine with nothing to do, spread by
+// the machine's deterministic jitter so a fleet does not resync at once.
+func (x *decider) resync() {
+	x.d.Period = retry.Long
+	x.d.Requeue = x.cfg.Retry.Spread(retry.Long, x.in.Object.UID)
+}
+
+// until sets the requeue to the next check of a deadline: WaitCheck, or
+// sooner when the deadline comes first.
+func (x *decider) until(deadline Stamp) {
+	d := x.cfg.WaitCheck
+	if left := deadline.Sub(x.now); left > 0 && left < d {
+		d = left
+	}
+	x.requeue(d)
+}
+
+func (x *decider) wait(w WaitFor, since, until Stamp) {
+	x.d.Wait = Wait{For: w, Since: since, Until: until}
+}
+
+func (x *decider) emit(e Effect) {
+	if !x.d.Effects.add(e) {
+		x.anomaly(AnomalyEffectsFull)
+	}
+}
+
+// event reports a change of the machine as a Kubernetes event. Only
+// decisions that change the status emit events: a decision whose effects
+// ran is followed by a fresh one, which must not repeat them.
+func (x *decider) event(r Rule, warning bool) {
+	x.emit(Effect{Kind: KindEvent, Rule: r, Warning: warning})
+}
+
+// call emits the driver call; it is always the last effect.
+func (x *decider) call(c driverapi.Call) {
+	x.d.Call = c
+	x.emit(Effect{Kind: KindCallDriver})
+}
+
+// ref names the machine and its recorded instance for a driver call.
+func (x *decider) ref() driverapi.MachineRef {
+	o, st := &x.in.Object, x.st
+	pid := st.ProviderID
+	if pid == "" {
+		pid = o.ProviderID
+	}
+	return driverapi.MachineRef{Name: o.Name, UID: o.UID, ProviderID: pid, NodeName: st.NodeName}
+}
+
+// setPhase moves the machine to phase p if the phase table declares the
+// change; an undeclared change is refused and reported.
+func (x *decider) setPhase(p phase.Phase) bool {
+	st := x.st
+	if st.Phase == p {
+		return true
+	}
+	if !phase.Allowed(st.Phase, p) {
+		x.anomaly(AnomalyUndeclaredTransition)
+		return false
+	}
+	st.Phase = p
+	st.PhaseSince = x.now
+	x.changed = true
+	return true
+}
+
+// setStage moves the program counter; a new stage starts without a retry
+// time.
+func (x *decider) setStage(s Stage) {
+	if x.st.Stage != s {
+		x.st.Stage = s
+		x.st.StageSince = x.now
+		x.st.RetryAfter = 0
+		x.changed = true
+	}
+}
+
+func (x *decider) setOp(op lastop.Operation) {
+	if x.st.LastOp != op {
+		x.st.LastOp = op
+		x.changed = true
+	}
+}
+
+// set writes v into a status field, recording a change when it differs.
+func set[T comparable](x *decider, field *T, v T) {
+	if *field != v {
+		*field = v
+		x.changed = true
+	}
+}
+
+// holdRetry reports whether the current stage must wait for its retry time
+// (Status.RetryAfter), and if so decides the wait under rule r. A retry time
+// further ahead than any backoff could set means the clock went back; it is
+// then ignored.
+func (x *decider) holdRetry(r Rule) bool {
+	at := x.st.RetryAfter
+	if at == 0 || at <= x.now {
+		return false
+	}
+	left := at.Sub(x.now)
+	if left > x.maxBackoff() {
+		x.anomaly(AnomalyClockBehind)
+		return false
+	}
+	x.rule(r)
+	x.requeue(left)
+	x.wait(WaitRetry, x.st.StageSince, at)
+	return true
+}
+
+// maxBackoff bounds any retry time a failure sets: twice the longest period
+// the retry policy can give, which covers its jitter.
+func (x *decider) maxBackoff() time.Duration {
+	p := x.cfg.Retry
+	m := retry.Long
+	if p.MaxBackoff > m {
+		m = p.MaxBackoff
+	}
+	if p.ResourceExhausted > m {
+		m = p.ResourceExhausted
+	}
+	return 2 * m
+}
+
+// retryLater records a failure's retry time from the requeue just set.
+func (x *decider) retryLater() {
+	set(x, &x.st.RetryAfter, x.now.Add(x.d.Requeue))
+	x.wait(WaitRetry, x.st.StageSince, x.st.RetryAfter)
+}
+
+// elapsed returns now - since, clamped at zero for a clock behind since.
+func (x *decider) elapsed(since Stamp) time.Duration {
+	if since == 0 {
+		return 0
+	}
+	e := x.now.Sub(since)
+	if e < 0 {
+		x.anomaly(AnomalyClockBehind)
+		return 0
+	}
+	return e
+}
+
+// deadlineBase is when a timeout measured from since starts counting: never
+// before the observer was last healthy again (MCM #680, #679).
+func (x *decider) deadlineBase(since Stamp) Stamp {
+	if ob := x.in.Observer; !ob.Degraded {
+		return later(since, StampOf(ob.Since))
+	}
+	return since
+}
+
+// expired reports whether a timeout counted from since has passed (strictly,
+// as MCM compares). Never while the observer is degraded.
+func (x *decider) expired(since Stamp, timeout time.Duration) bool {
+	if x.in.Observer.Degraded {
+		return false
+	}
+	return x.elapsed(x.deadlineBase(since)) > timeout
+}
+
+// classify turns a driver result into its code and retry class, treating a
+// code outside 0..17 as undecodable.
+func (x *decider) classify(r *driverapi.Result) (driverapi.Code, retry.Class) {
+	code := r.Code
+	if !code.Valid() {
+		x.anomaly(AnomalyUnknownCode)
+		return driverapi.Unknown, retry.ClassUndecodable
+	}
+	switch {
+	case r.Undecodable:
+		return driverapi.Unknown, retry.ClassUndecodable
+	case code == driverapi.OK:
+		return code, retry.ClassNone
+	case code == driverapi.ResourceExhausted:
+		return code, retry.ClassExhausted
+	case code.Transient():
+		return code, retry.ClassTransient
+	}
+	return code, retry.ClassPermanent
+}

@@ -1,0 +1,118 @@
+package retry
+
+import (
+	"math"
+	"time"
+)
+
+// Backoff returns the requeue delay after failures consecutive failures of
+// the same sub-flow, starting from the base period base (usually
+// p.Period(class)).
+//
+// For failures 0 and 1 it returns base exactly: a single failure gets MCM's
+// own period. For n >= 2 failures the delay is
+//
+//	d = min(base * 2^(n-1), limit)
+//
+// computed without overflow for every n, followed by d + Jitter(key, n, d,
+// p.JitterPercent). A limit of 0 means p.MaxBackoff, and a MaxBackoff that is
+// not positive means Long; a limit below base means base. The result is d
+// plus less than d*JitterPercent/100 (exactly d when that width is 0), and it
+// saturates at math.MaxInt64 rather than overflow. A base that is not
+// positive returns 0.
+func (p Policy) Backoff(base, limit time.Duration, failures uint32, key string) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	if failures <= 1 {
+		return base
+	}
+	if limit == 0 {
+		limit = p.MaxBackoff
+		if limit <= 0 {
+			limit = Long
+		}
+	}
+	if limit < base {
+		limit = base
+	}
+	d := limit
+	// base<<shift <= limit exactly when base <= limit>>shift, and then the
+	// shift cannot overflow because limit fits.
+	if shift := failures - 1; shift < 63 && base <= limit>>shift {
+		d = base << shift
+	}
+	return addSat(d, Jitter(key, failures, d, p.JitterPercent))
+}
+
+// Spread returns d plus the steady-state jitter of key, that is
+// d + Jitter(key, 0, d, p.JitterPercent), saturating at math.MaxInt64. It is
+// meant for Long resync requeues, so the requeues of a fleet spread out over
+// the jitter window instead of coinciding. A d that is not positive is
+// returned unchanged.
+func (p Policy) Spread(d time.Duration, key string) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return addSat(d, Jitter(key, 0, d, p.JitterPercent))
+}
+
+// Jitter returns a deterministic duration in [0, w), where w is the jitter
+// width d*percent/100 rounded down. The same (key, attempt, d, percent) give
+// the same result on every run and platform. It never allocates.
+//
+// The width is computed as d/100*percent + d%100*percent/100, which equals
+// d*percent/100 rounded down but cannot overflow for any d. A percent above
+// 100 acts as 100. If the width is not positive (d <= 0, percent <= 0, or d
+// too small), Jitter returns 0.
+//
+// The value is h % w, where h is computed as follows (all arithmetic on
+// uint64, wrapping):
+//
+//	h := FNV-1a 64 of the bytes of key
+//	    (offset basis 14695981039346656037, prime 1099511628211)
+//	h += (attempt + 1) * 0x9e3779b97f4a7c15   // splitmix64 increment
+//	h ^= h >> 30; h *= 0xbf58476d1ce4e5b9     // splitmix64 finaliser
+//	h ^= h >> 27; h *= 0x94d049bb133111eb
+//	h ^= h >> 31
+//
+// This function is a compatibility contract: changing it moves every
+// machine's requeue time.
+func Jitter(key string, attempt uint32, d time.Duration, percent int) time.Duration {
+	if d <= 0 || percent <= 0 {
+		return 0
+	}
+	if percent > 100 {
+		percent = 100
+	}
+	pc := time.Duration(percent)
+	width := d/100*pc + d%100*pc/100
+	if width <= 0 {
+		return 0
+	}
+	const (
+		fnvOffset = 14695981039346656037
+		fnvPrime  = 1099511628211
+	)
+	h := uint64(fnvOffset)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= fnvPrime
+	}
+	h += (uint64(attempt) + 1) * 0x9e3779b97f4a7c15
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return time.Duration(h % uint64(width))
+}
+
+// addSat returns a+b for non-negative a and b, or math.MaxInt64 if the sum
+// does not fit.
+func addSat(a, b time.Duration) time.Duration {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
