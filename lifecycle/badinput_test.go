@@ -143,3 +143,34 @@ func TestStepNeverPanics(t *testing.T) {
 		}
 	}
 }
+
+// Step never changes its input: not the values, not the slices and maps it
+// reads, not the outcome it is pointed to. Checked on every step of the
+// creation happy path and on a sweep of odd inputs (the row tests check it
+// on every case too, through step).
+func TestStepNeverChangesItsInput(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	inputs := creationHappyPath(t)
+	for p := range phase.Phase(phase.Count) {
+		in := withIdentity(newInput(), p)
+		in.Node = healthyNode()
+		in.Node.Taints = lifecycle.InstanceNotReady | lifecycle.CriticalComponentsNotReady
+		in.TokenExists = true
+		in.Object.Overrides.NodeConditions = []string{"DiskPressure"}
+		inputs = append(inputs, in)
+		in.Object.DeletionTime = t0.Add(time.Hour)
+		inputs = append(inputs, in)
+	}
+	for i, in := range inputs {
+		before := deepCopy(in)
+		cfgBefore := cfg
+		cfgBefore.NodeConditions = cloneStrings(cfg.NodeConditions)
+		d := lifecycle.Step(cfg, in)
+		require.Equal(t, before, in, "input %d changed by %s", i, d.Rule)
+		require.Equal(t, cfgBefore, cfg, "config changed by %s", d.Rule)
+		var into lifecycle.Decision
+		lifecycle.StepInto(&into, &cfg, &in)
+		require.Equal(t, before, in, "input %d changed by StepInto", i)
+		require.Equal(t, d, into, "Step and StepInto agree")
+	}
+}

@@ -56,6 +56,9 @@ const (
 	kindCount
 )
 
+// Valid reports whether k is a declared kind other than KindNone.
+func (k Kind) Valid() bool { return k > KindNone && k < kindCount }
+
 // String names the kind.
 func (k Kind) String() string {
 	switch k {

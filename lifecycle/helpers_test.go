@@ -83,7 +83,7 @@ func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
 	t.Helper()
 	calls := 0
 	for i, e := range d.Effects.Slice() {
-		require.NotEqual(t, lifecycle.KindNone, e.Kind)
+		require.True(t, e.Kind.Valid(), "kind %v", e.Kind)
 		if e.Kind == lifecycle.KindCallDriver {
 			calls++
 			require.Equal(t, d.Effects.Len()-1, i, "the driver call must be the last effect")
@@ -263,7 +263,3 @@ const (
 	createCall = "call CreateMachine machine-1 uid=uid-1 key=uid-1/0"
 	initCall   = "call InitializeMachine machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1"
 )
-
-func tokenEffect(in lifecycle.Input, cfg lifecycle.Config) string {
-	return "ensure-bootstrap-token machine-1 expires " + lifecycle.StampOf(in.Now.Add(cfg.CreationTimeout)).String()
-}
