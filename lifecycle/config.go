@@ -37,6 +37,24 @@ type Config struct {
 	// WaitCheck is how often a waiting machine is looked at again while its
 	// deadline has not passed (MCM's literal one minute).
 	WaitCheck time.Duration
+	// Replacements bounds how many machines of one owner may be in flight
+	// (being replaced, created or deleted) before the fleet limiter grants
+	// no more Unknown machines their replacement (MCM's hard-coded
+	// maxReplacements = 1, MCM #688).
+	Replacements ReplacementLimit
+	// ForceDrainAfter forces the drain of a machine whose node has been
+	// NotReady, or ReadonlyFilesystem, for longer than this (MCM's
+	// hard-coded 5 minutes).
+	ForceDrainAfter time.Duration
+	// ForcedDrainTimeout and ForcedEvictRetries bound a drain forced by the
+	// force-deletion label or the drain timeout (MCM's 1 minute and 1 retry).
+	ForcedDrainTimeout time.Duration
+	// ForcedEvictRetries: see ForcedDrainTimeout. Must not be negative.
+	ForcedEvictRetries int32
+	// EvictRetryInterval is the pause between pod eviction retries; the
+	// eviction retries of a drain are at most DrainTimeout / EvictRetryInterval
+	// (MCM's 20 seconds).
+	EvictRetryInterval time.Duration
 	// Retry maps outcome classes to retry periods and adds backoff and
 	// jitter (retry.DefaultPolicy: ResourceExhausted retried Long).
 	Retry retry.Policy
@@ -52,7 +70,35 @@ func DefaultConfig() Config {
 		NodeConditions:  DefaultNodeConditions(),
 		WaitCheck:       time.Minute,
 		Retry:           retry.DefaultPolicy(),
+
+		Replacements:       ReplacementLimit{Count: 1},
+		ForceDrainAfter:    5 * time.Minute,
+		ForcedDrainTimeout: time.Minute,
+		ForcedEvictRetries: 1,
+		EvictRetryInterval: 20 * time.Second,
 	}
+}
+
+// ReplacementLimit is a maximum of machines in flight per owner: Count, or
+// Percent of the owner's machines (rounded up, at least one). Exactly one
+// of them is set.
+type ReplacementLimit struct {
+	// Count is the maximum as a number.
+	Count int
+	// Percent is the maximum as a percentage of the owner's machines, 1..100.
+	Percent int
+}
+
+// max returns the limit for an owner with total machines.
+func (l ReplacementLimit) max(total int) int {
+	if l.Percent > 0 {
+		n := (total*l.Percent + 99) / 100
+		if n < 1 {
+			n = 1
+		}
+		return n
+	}
+	return l.Count
 }
 
 // DefaultNodeConditions returns MCM's default --node-conditions list.
@@ -76,8 +122,18 @@ func (c *Config) Validate() error {
 	positive("HealthTimeout", c.HealthTimeout)
 	positive("DrainTimeout", c.DrainTimeout)
 	positive("WaitCheck", c.WaitCheck)
+	positive("ForceDrainAfter", c.ForceDrainAfter)
+	positive("ForcedDrainTimeout", c.ForcedDrainTimeout)
+	positive("EvictRetryInterval", c.EvictRetryInterval)
 	if c.MaxEvictRetries < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxEvictRetries must not be negative, got %d", ErrInvalidConfig, c.MaxEvictRetries))
+	}
+	if c.ForcedEvictRetries < 0 {
+		errs = append(errs, fmt.Errorf("%w: ForcedEvictRetries must not be negative, got %d", ErrInvalidConfig, c.ForcedEvictRetries))
+	}
+	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
+		errs = append(errs, fmt.Errorf("%w: Replacements must set exactly one of Count (>= 1) or Percent (1..100), got %+v",
+			ErrInvalidConfig, r))
 	}
 	for i, t := range c.NodeConditions {
 		if t == "" {
@@ -93,7 +149,11 @@ func (c *Config) Validate() error {
 // valid is Validate without building errors, for the hot path.
 func (c *Config) valid() bool {
 	if c.CreationTimeout <= 0 || c.HealthTimeout <= 0 || c.DrainTimeout <= 0 || c.WaitCheck <= 0 ||
-		c.MaxEvictRetries < 0 {
+		c.MaxEvictRetries < 0 || c.ForceDrainAfter <= 0 || c.ForcedDrainTimeout <= 0 ||
+		c.EvictRetryInterval <= 0 || c.ForcedEvictRetries < 0 {
+		return false
+	}
+	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
 		return false
 	}
 	for _, t := range c.NodeConditions {
@@ -110,6 +170,35 @@ func (c *Config) creationTimeout(o *Object) time.Duration {
 		return o.Overrides.CreationTimeout
 	}
 	return c.CreationTimeout
+}
+
+// healthTimeout is the effective health timeout of the object.
+func (c *Config) healthTimeout(o *Object) time.Duration {
+	if o.Overrides.HealthTimeout > 0 {
+		return o.Overrides.HealthTimeout
+	}
+	return c.HealthTimeout
+}
+
+// drainTimeout is the effective drain timeout of the object.
+func (c *Config) drainTimeout(o *Object) time.Duration {
+	if o.Overrides.DrainTimeout > 0 {
+		return o.Overrides.DrainTimeout
+	}
+	return c.DrainTimeout
+}
+
+// maxEvictRetries is MCM's effective eviction retries of a normal drain:
+// min(max evict retries, drain timeout / eviction retry interval).
+func (c *Config) maxEvictRetries(o *Object) int32 {
+	n := c.MaxEvictRetries
+	if o.Overrides.MaxEvictRetries > 0 {
+		n = o.Overrides.MaxEvictRetries
+	}
+	if byTime := c.drainTimeout(o) / c.EvictRetryInterval; byTime < time.Duration(n) {
+		n = int32(byTime)
+	}
+	return n
 }
 
 // nodeConditions is the effective list of condition types of the object.

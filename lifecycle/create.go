@@ -65,7 +65,7 @@ func (x *decider) fail(op lastop.Operation) {
 // lookup asks the provider whether the machine's instance exists (MCM
 // phase A): by the recorded providerID, else by name, UID and creation key.
 func (x *decider) lookup() {
-	x.rule(RuleCreateLookup)
+	x.act(RuleCreateLookup)
 	x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: x.st.Attempt})
 	x.requeue(retry.Short)
 }
@@ -143,7 +143,7 @@ func (x *decider) foreign(r *driverapi.Result) bool {
 	if r.OwnerUID == "" || r.OwnerUID == x.in.Object.UID || r.ProviderID == "" {
 		return false
 	}
-	x.rule(RuleCreateForeignInstance)
+	x.act(RuleCreateForeignInstance)
 	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing,
 		Desc: lastop.DescForeignInstance, Detail: r.ProviderID})
 	x.call(driverapi.Call{Method: driverapi.MethodDelete,
@@ -165,8 +165,8 @@ func (x *decider) onForeignDelete(r *driverapi.Result) {
 			return
 		}
 		x.ensure = true
+		x.pin(RuleCreateForeignDeleted)
 		x.lookup()
-		x.rule(RuleCreateForeignDeleted)
 		return
 	}
 	x.rule(RuleCreateForeignInstance)
@@ -178,7 +178,7 @@ func (x *decider) onForeignDelete(r *driverapi.Result) {
 // createInstance records the creation intent and asks CreateMachine (A2-A6).
 // The status is saved before the call, so a crash after it is recognised.
 func (x *decider) createInstance() {
-	x.rule(RuleCreateVMNotFound)
+	x.act(RuleCreateVMNotFound)
 	x.setStage(StageCreating)
 	o := &x.in.Object
 	if !x.cfg.NoTargetCluster {
@@ -298,6 +298,7 @@ func (x *decider) discardStale() {
 }
 
 func (x *decider) deleteStale() {
+	x.act(RuleCreateStaleNode)
 	st := x.st
 	x.call(driverapi.Call{Method: driverapi.MethodDelete,
 		Machine:        driverapi.MachineRef{Name: x.in.Object.Name, UID: x.in.Object.UID, ProviderID: st.ProviderID},
@@ -335,7 +336,7 @@ func (x *decider) onStaleDelete(r *driverapi.Result) {
 // initialize asks InitializeMachine for the recorded instance, after the
 // object ensure-effects so the provider sees providerID and labels (B2).
 func (x *decider) initialize(r Rule) {
-	x.rule(r)
+	x.act(r)
 	x.setStage(StageInitializing)
 	x.ensure = true
 	x.call(driverapi.Call{Method: driverapi.MethodInitialize, Machine: x.ref(), Attempt: x.st.Attempt})

@@ -12,8 +12,9 @@ import (
 // The shell's obligations (DESIGN section 3, and the package doc): if
 // Changed, persist Status first; then carry out Effects in order, stopping at
 // the first failure; then call Step again with an [Outcome] carrying OpID;
-// repeat until a decision has no effects (at most [MaxStepsPerPass] steps),
-// then requeue after Requeue.
+// repeat until a decision neither changes the status nor has effects
+// ([Decision.Done], at most [MaxStepsPerPass] steps), then requeue after
+// Requeue.
 type Decision struct {
 	// Status is the state after this step.
 	Status Status
@@ -50,8 +51,11 @@ const MaxStepsPerPass = 8
 // HasCall reports whether the decision asks for a driver call.
 func (d *Decision) HasCall() bool { return d.Effects.Last().Kind == KindCallDriver }
 
-// Done reports whether the pass ends with this decision: it has no effects.
-func (d *Decision) Done() bool { return d.Effects.Len() == 0 }
+// Done reports whether the pass ends with this decision: it has no effects
+// and did not change the status. A decision that only changed the status is
+// followed by another step once the status is saved, as MCM's "return
+// ShortRetry after a successful status write" becomes "step again now".
+func (d *Decision) Done() bool { return d.Effects.Len() == 0 && !d.Changed }
 
 // OpID identifies the effects of one decision. It packs the status sequence
 // number the decision was made at (after its own change), the rule that
@@ -102,6 +106,12 @@ const (
 	WaitReplacement
 	// WaitFinalizer: deleting, but the finalizer is missing.
 	WaitFinalizer
+	// WaitRecovery: unhealthy; waiting for the node to recover until the
+	// health timeout.
+	WaitRecovery
+	// WaitGrant: past the health timeout; waiting for the fleet limiter to
+	// grant the replacement.
+	WaitGrant
 )
 
 // String names what is awaited.
@@ -121,6 +131,10 @@ func (w WaitFor) String() string {
 		return "replacement"
 	case WaitFinalizer:
 		return "finalizer"
+	case WaitRecovery:
+		return "recovery"
+	case WaitGrant:
+		return "grant"
 	}
 	return "unknown-wait"
 }

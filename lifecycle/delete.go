@@ -1,30 +1,513 @@
 package lifecycle
 
 import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
 )
 
-// delete runs a pass of the deletion flow (MCM table b.6).
+// The deletion flow (MCM table b.6). Its program counter is Status.Stage:
+//
+//	X3 ─▶ GetVMStatus ─▶ Drain ─┬─────────────▶ DeleteVM ─▶ DeleteNode ─▶ RemoveFinalizer ─▶ gone
+//	                            └─(forced)─▶ Volumes ─┘
+//
+// Each stage advances only after the outcome of its effect reports it done
+// (a drain is recorded as successful after it succeeded, never before), and
+// a stage that advances goes straight on to the next one in the same
+// decision, so the happy path takes six steps. Unlike MCM, the stage is
+// explicit in the status; MCM's description is parsed once, to adopt a
+// machine MCM was deleting. DeleteMachine is always asked, the node is
+// always deleted when it exists, found without the machine's node label,
+// and the finalizer goes last.
+
+// delete runs a pass of the deletion flow.
 func (x *decider) delete() {
+	st := x.st
 	if !x.in.Object.Finalizer {
+		if st.Stage == StageRemoveFinalizer {
+			// Our finalizer is gone: so is the machine, for the lifecycle.
+			x.rule(RuleDeleteDone)
+			x.gone = true
+			return
+		}
 		// X2: without the finalizer nothing holds the object for us.
 		x.rule(RuleDeleteNoFinalizer)
 		x.requeue(retry.Long)
 		x.wait(WaitFinalizer, StampOf(x.in.Object.DeletionTime), 0)
 		return
 	}
-	if x.st.Phase != phase.Terminating {
-		// X3: deletion begins.
-		x.rule(RuleDeleteBegins)
-		x.setStage(StageNone)
-		x.setPhase(phase.Terminating)
-		x.setOp(lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
-		x.event(RuleDeleteBegins, false)
-		x.requeue(retry.Short)
+	if p := x.in.Problem; p != ProblemNone {
+		// X0: the class is needed for the driver calls ahead.
+		x.rule(RuleDeleteProblem)
+		x.requeue(problemPeriod(p))
+		x.wait(WaitProblem, 0, 0)
 		return
 	}
-	x.rule(RuleIdle)
+	if st.Phase != phase.Terminating {
+		x.beginDeletion()
+		return
+	}
+	if !st.Stage.deleting() {
+		x.adopt()
+	}
+	x.deleteStage()
+}
+
+func problemPeriod(p Problem) time.Duration {
+	if p == ProblemClassNotReady || p == ProblemInvalidNodeTemplate {
+		return retry.Short
+	}
+	return retry.Long
+}
+
+// beginDeletion is X3: the machine becomes Terminating and deletion starts
+// at GetVMStatus. An update or creation in flight is abandoned; its
+// recorded instance stays recorded, so deletion deletes it.
+func (x *decider) beginDeletion() {
+	st := x.st
+	x.rule(RuleDeleteBegins)
+	flags := st.Flags &^ (FlagGranted | flagsDrained | FlagWasFailed)
+	if st.Phase == phase.Failed {
+		flags |= FlagWasFailed
+	}
+	set(x, &st.Flags, flags)
+	set(x, &st.Failures.Delete, 0)
+	x.setStage(StageGetVMStatus)
+	x.setPhase(phase.Terminating)
+	x.setOp(lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
+	x.event(RuleDeleteBegins, false)
 	x.requeue(retry.Short)
+}
+
+// adopt resumes the deletion of a Terminating machine that has no deletion
+// stage: one MCM was deleting (its description names the step, X4-X9) or
+// one whose description names none, such as MCM's MachineSet's "Deleting
+// machine from cloud provider" (X10: restart).
+func (x *decider) adopt() {
+	st := x.st
+	op := st.LastOp
+	step := op.Desc.Step()
+	if op.Desc == lastop.DescUnknown {
+		step = lastop.StepOf(op.Detail)
+	}
+	drained := Flags(0)
+	var stage Stage
+	switch step {
+	case lastop.StepGetVMStatus:
+		stage = StageGetVMStatus
+	case lastop.StepDrain:
+		stage = StageDrain
+	case lastop.StepVolumeAttachments:
+		stage, drained = StageVolumes, FlagDrainForced
+	case lastop.StepDeleteVM:
+		stage, drained = StageDeleteVM, drainedBy(op.Desc)
+	case lastop.StepDeleteNode:
+		stage, drained = StageDeleteNode, drainedBy(op.Desc)|FlagTerminated
+	case lastop.StepRemoveFinalizer:
+		stage, drained = StageRemoveFinalizer, drainedBy(op.Desc)|FlagTerminated
+	default:
+		x.pin(RuleDeleteRestart)
+		x.setStage(StageGetVMStatus)
+		x.setOp(lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
+		return
+	}
+	x.pin(RuleDeleteAdopted)
+	set(x, &st.Flags, st.Flags|drained)
+	x.setStage(stage)
+}
+
+// drainedBy tells how MCM's pipeline left the drain behind a description
+// that points past it.
+func drainedBy(d lastop.Desc) Flags {
+	switch d {
+	case lastop.DescNoTargetCluster, lastop.DescDrainSkipped:
+		return FlagDrainSkipped
+	case lastop.DescVolumesNodeMissing, lastop.DescVolumesDetached, lastop.DescNoLiveVolumeAttachments:
+		return FlagDrainForced
+	}
+	return FlagDrainSucceeded
+}
+
+// deleteStage carries out the current deletion stage.
+func (x *decider) deleteStage() {
+	if x.holdRetry(RuleDeleteBackoff) {
+		return
+	}
+	switch x.st.Stage {
+	case StageGetVMStatus:
+		x.findNode()
+	case StageDrain:
+		x.drain()
+	case StageVolumes:
+		x.volumes()
+	case StageDeleteVM:
+		x.deleteVM()
+	case StageDeleteNode:
+		x.deleteNode()
+	case StageRemoveFinalizer:
+		x.removeFinalizer()
+	}
+}
+
+// advance records a stage's result and goes straight on to the next stage.
+func (x *decider) advance(r Rule, op lastop.Operation, next Stage, flags Flags) {
+	x.pin(r)
+	st := x.st
+	set(x, &st.Flags, st.Flags|flags)
+	set(x, &st.Failures.Delete, 0)
+	x.setOp(op)
+	x.setStage(next)
+	x.deleteStage()
+}
+
+// deleteFailed records a failed deletion step, which is retried after
+// period, with backoff from the second consecutive failure up to limit.
+func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.Duration) {
+	x.pin(r)
+	st := x.st
+	set(x, &st.Failures.Delete, bump(st.Failures.Delete))
+	x.setOp(op)
+	x.d.Period = period
+	x.d.Requeue = x.cfg.Retry.Backoff(period, limit, uint32(st.Failures.Delete), x.in.Object.UID)
+	x.retryLater()
+}
+
+// deletionNode is the node deletion acts on: the node observed (found by
+// label, machine-name label or providerID), else the recorded one, else the
+// machine's node label. "" when none is known.
+func (x *decider) deletionNode() string {
+	if x.in.Node.Found() {
+		return x.in.Node.Name
+	}
+	if x.st.NodeName != "" {
+		return x.st.NodeName
+	}
+	return x.in.Object.NodeLabel
+}
+
+func deleteOp(s lastop.State, d lastop.Desc, detail string) lastop.Operation {
+	return lastop.Operation{Type: lastop.TypeDelete, State: s, Desc: d, Detail: detail}
+}
+
+// findNode is S1: find the node to drain, asking the provider only when no
+// node is known.
+func (x *decider) findNode() {
+	if x.cfg.NoTargetCluster {
+		// S1a.
+		x.advance(RuleDeleteNoTargetCluster, deleteOp(lastop.StateProcessing, lastop.DescNoTargetCluster, ""),
+			StageDeleteVM, FlagDrainSkipped)
+		return
+	}
+	if node := x.deletionNode(); node != "" {
+		// S1b, S1c: the node is known (by label, machine-name label or
+		// providerID); it is recorded, not written back as a label.
+		set(x, &x.st.NodeName, node)
+		x.advance(RuleDeleteNodeKnown, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+		return
+	}
+	x.act(RuleDeleteLookup)
+	x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: x.st.Attempt})
+	x.requeue(retry.Short)
+}
+
+// onDeleteLookup decides on GetMachineStatus's answer during deletion
+// (S1d-S1j).
+func (x *decider) onDeleteLookup(r *driverapi.Result) {
+	code, class := x.classify(r)
+	foreign := r.OwnerUID != "" && r.OwnerUID != x.in.Object.UID
+	switch {
+	case code == driverapi.OK && !foreign:
+		// S1d: the provider names the node (maybe none).
+		st := x.st
+		if r.NodeName != "" {
+			set(x, &st.NodeName, r.NodeName)
+		}
+		if st.ProviderID == "" && r.ProviderID != "" {
+			set(x, &st.ProviderID, r.ProviderID)
+		}
+		x.advance(RuleDeleteLookupOK, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+	case class == retry.ClassUndecodable:
+		// S1e.
+		x.deleteFailed(RuleDeleteLookupUndecodable,
+			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusUndecodable, r.ErrorText()), retry.Long, retry.Long)
+	case code == driverapi.Unimplemented:
+		// S1f.
+		x.advance(RuleDeleteLookupUnimplemented, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+	case code == driverapi.NotFound, code == driverapi.OK:
+		// S1g (also another incarnation's instance: not ours to drain).
+		x.advance(RuleDeleteLookupNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFoundBeforeDrain, ""), StageDrain, 0)
+	case class == retry.ClassTransient:
+		// S1h.
+		x.deleteFailed(RuleDeleteLookupRetry, deleteOp(lastop.StateFailed, lastop.DescGetVMStatusRetry, ""), retry.Short, 0)
+	case code == driverapi.Uninitialized:
+		// S1i.
+		x.advance(RuleDeleteLookupUninitialized,
+			deleteOp(lastop.StateProcessing, lastop.DescVMUninitializedBeforeDrain, ""), StageDrain, 0)
+	default:
+		// S1j.
+		x.deleteFailed(RuleDeleteLookupFailed,
+			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusFailed, r.ErrorText()), retry.Medium, 0)
+	}
+}
+
+// drainMode is how a drain is carried out.
+type drainMode struct {
+	// force deletes pods instead of evicting them, and lets deletion go on
+	// when the drain fails.
+	force bool
+	// timeout and retries bound the drain.
+	timeout time.Duration
+	retries int32
+}
+
+// drainMode decides MCM's forceDeletePods/forceDeleteMachine: forced by
+// the force-deletion label or the drain timeout counted from the deletion
+// time (which also shrink the drain to ForcedDrainTimeout and
+// ForcedEvictRetries), or by a node NotReady or ReadonlyFilesystem for
+// longer than ForceDrainAfter.
+func (x *decider) drainMode() drainMode {
+	o := &x.in.Object
+	m := drainMode{timeout: x.cfg.drainTimeout(o), retries: x.cfg.maxEvictRetries(o)}
+	timedOut := x.elapsed(StampOf(o.DeletionTime)) > m.timeout
+	if o.ForceDeletion || timedOut {
+		return drainMode{force: true, timeout: x.cfg.ForcedDrainTimeout, retries: x.cfg.ForcedEvictRetries}
+	}
+	for _, c := range x.st.Conditions {
+		switch {
+		case c.Type == ConditionReady && c.Status != ConditionTrue,
+			c.Type == "ReadonlyFilesystem" && c.Status != ConditionFalse:
+			if x.elapsed(c.Since) > x.cfg.ForceDrainAfter {
+				m.force = true
+			}
+		}
+	}
+	return m
+}
+
+// drain is S2: set the node's Terminating condition, cordon it and drain
+// it, as one op whose outcome says which part failed.
+func (x *decider) drain() {
+	node := x.deletionNode()
+	if node == "" {
+		// S2a: nothing to drain; volume attachments are skipped too.
+		x.advance(RuleDeleteDrainSkipped, deleteOp(lastop.StateProcessing, lastop.DescDrainSkipped, ""),
+			StageDeleteVM, FlagDrainSkipped)
+		return
+	}
+	m := x.drainMode()
+	if m.force {
+		x.act(RuleDeleteDrainForce)
+	} else {
+		x.act(RuleDeleteDrain)
+	}
+	reason := ReasonScaleDown
+	if x.st.Flags.Has(FlagWasFailed) {
+		reason = ReasonUnhealthy
+	}
+	x.emit(Effect{Kind: KindSetNodeCondition, Node: node, Key: ConditionTerminating, Value: reason})
+	x.emit(Effect{Kind: KindCordon, Node: node})
+	x.emit(Effect{Kind: KindDrain, Node: node, Force: m.force, Timeout: m.timeout, Retries: m.retries})
+	x.requeue(retry.Short)
+}
+
+// onDrain decides on the outcome of a drain op (S2b-S2h). A forced drain
+// goes on whatever failed; an unforced one retries with backoff from Short
+// towards Medium (MCM #703), until the drain timeout forces it.
+func (x *decider) onDrain(rule Rule, o *Outcome) {
+	forced := rule == RuleDeleteDrainForce
+	n := o.OpID.Effects()
+	if o.Ran >= n {
+		if forced {
+			x.advance(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
+				StageVolumes, FlagDrainForced)
+			return
+		}
+		x.advance(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
+			StageDeleteVM, FlagDrainSucceeded)
+		return
+	}
+	if forced {
+		// S2c, S2g (and a failed condition update, which MCM only logs when
+		// forced).
+		x.advance(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, o.Error),
+			StageVolumes, FlagDrainForced)
+		return
+	}
+	desc := lastop.DescDrainFailed // S2d, S2h
+	if failedAt(o, 3) == 0 {
+		desc = lastop.DescDrainConditionFailed // S2b
+	}
+	x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
+}
+
+// volumes is S3, after a forced drain: wait until the node's volume
+// attachments are gone, deleting the live ones.
+func (x *decider) volumes() {
+	node := x.deletionNode()
+	prev := x.st.LastOp.Type
+	switch {
+	case x.in.NodeReadFailed:
+		// S3a.
+		x.rule(RuleDeleteNodeUnreadable)
+		x.requeue(retry.Short)
+	case !x.in.Node.Found():
+		// S3b: MCM quotes the API server's NotFound error.
+		x.advance(RuleDeleteVolumesNodeMissing, lastop.Operation{Type: prev, State: lastop.StateProcessing,
+			Desc: lastop.DescVolumesNodeMissing, Detail: `nodes "` + node + `" not found`}, StageDeleteVM, 0)
+	case x.in.Node.VolumesAttached == 0:
+		// S3c.
+		x.advance(RuleDeleteVolumesDetached, lastop.Operation{Type: prev, State: lastop.StateProcessing,
+			Desc: lastop.DescVolumesDetached}, StageDeleteVM, 0)
+	case x.in.VolumeAttachments > 0:
+		// S3d: no status write; look again after Short.
+		x.act(RuleDeleteVolumes)
+		x.emit(Effect{Kind: KindDeleteVolumeAttachments, Node: node})
+		x.requeue(retry.Short)
+	default:
+		// S3e.
+		x.advance(RuleDeleteVolumesDone, lastop.Operation{Type: prev, State: lastop.StateProcessing,
+			Desc: lastop.DescNoLiveVolumeAttachments}, StageDeleteVM, 0)
+	}
+}
+
+// deleteVM is S4: DeleteMachine, always (MCM #850), by the recorded
+// providerID or else by name, UID and creation key. Only after the drain
+// succeeded, was forced or was skipped.
+func (x *decider) deleteVM() {
+	st := x.st
+	if st.Flags&flagsDrained == 0 {
+		x.setStage(StageDrain)
+		x.deleteStage()
+		return
+	}
+	x.act(RuleDeleteVM)
+	x.call(driverapi.Call{Method: driverapi.MethodDelete, Machine: x.ref(), Attempt: st.Attempt,
+		LastKnownState: st.LastKnownState})
+	x.requeue(retry.Short)
+}
+
+// onDeleteVM decides on DeleteMachine's answer (S4a-S4e). LastKnownState
+// takes the response's value only when it has one (MCM clears it, d.12).
+func (x *decider) onDeleteVM(r *driverapi.Result) {
+	code, class := x.classify(r)
+	if r.LastKnownState != "" {
+		set(x, &x.st.LastKnownState, r.LastKnownState)
+	}
+	switch {
+	case code == driverapi.OK:
+		x.advance(RuleDeleteVMDeleted, deleteOp(lastop.StateProcessing, lastop.DescVMDeleted, ""), StageDeleteNode, FlagTerminated)
+	case code == driverapi.NotFound:
+		x.advance(RuleDeleteVMNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFound, ""), StageDeleteNode, FlagTerminated)
+	case class == retry.ClassTransient:
+		x.deleteFailed(RuleDeleteVMRetry, deleteOp(lastop.StateFailed, lastop.DescVMDeletionRetry, r.ErrorText()), retry.Short, 0)
+	case class == retry.ClassUndecodable:
+		x.deleteFailed(RuleDeleteVMUndecodable, deleteOp(lastop.StateFailed, lastop.DescVMDeletionUndecodable, r.ErrorText()), retry.Long, retry.Long)
+	default:
+		x.deleteFailed(RuleDeleteVMFailed, deleteOp(lastop.StateFailed, lastop.DescVMDeletionAborted, r.ErrorText()), retry.Long, retry.Long)
+	}
+}
+
+// deleteNode is S5: remove the node's finalizer and delete the node,
+// whenever it exists, whether or not the machine has its node label (MCM
+// #874, #875, #1044).
+func (x *decider) deleteNode() {
+	st := x.st
+	if st.Flags&FlagTerminated == 0 {
+		x.setStage(StageDeleteVM)
+		x.deleteStage()
+		return
+	}
+	node := x.deletionNode()
+	switch {
+	case node == "":
+		// S5a.
+		x.advance(RuleDeleteNodeUnnamed, deleteOp(lastop.StateProcessing, lastop.DescNodeLabelMissing, ""), StageRemoveFinalizer, 0)
+	case x.in.NodeReadFailed:
+		// S5c.
+		x.deleteFailed(RuleDeleteNodeUnreadable,
+			deleteOp(lastop.StateFailed, lastop.DescNodeGetFailed, "the node could not be read"), retry.Short, 0)
+	case !x.in.Node.Found():
+		// S5b.
+		x.advance(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)
+	default:
+		x.act(RuleDeleteNode)
+		x.emit(Effect{Kind: KindRemoveNodeFinalizer, Node: node, Key: NodeFinalizer})
+		x.emit(Effect{Kind: KindDeleteNode, Node: node})
+		x.requeue(retry.Short)
+	}
+}
+
+// onNodeDelete decides on the outcome of the node deletion (S5d-S5g).
+func (x *decider) onNodeDelete(o *Outcome) {
+	switch {
+	case o.Ran >= o.OpID.Effects():
+		x.advance(RuleDeleteNodeDeleted, deleteOp(lastop.StateProcessing, lastop.DescNodeDeleted, ""), StageRemoveFinalizer, 0)
+	case failedAt(o, 2) == 0:
+		x.deleteFailed(RuleDeleteNodeFinalizerFailed, deleteOp(lastop.StateFailed, lastop.DescNodeFinalizerFailed, o.Error), retry.Short, 0)
+	case o.Stopped == WriteNotFound:
+		x.advance(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)
+	default:
+		x.deleteFailed(RuleDeleteNodeFailed, deleteOp(lastop.StateFailed, lastop.DescNodeDeleteFailed, o.Error), retry.Short, 0)
+	}
+}
+
+// removeFinalizer is X9: the finalizer goes last, once the instance is
+// confirmed gone and the node deleted or absent.
+func (x *decider) removeFinalizer() {
+	if x.st.Flags&FlagTerminated == 0 {
+		x.setStage(StageDeleteVM)
+		x.deleteStage()
+		return
+	}
+	x.act(RuleDeleteRemoveFinalizer)
+	x.emit(Effect{Kind: KindRemoveFinalizer, Key: Finalizer})
+	x.requeue(retry.Long)
+}
+
+// failedAt returns the index, within the op's last tail effects, of the
+// effect that stopped the op (effects before the tail, such as an event,
+// are never the failing one).
+func failedAt(o *Outcome, tail int) int {
+	return o.Ran - (o.OpID.Effects() - tail)
+}
+
+// handlesWrites reports whether the outcome of rule r's effects, which
+// hold no driver call, needs its own handling.
+func (r Rule) handlesWrites() bool {
+	switch r {
+	case RuleDeleteDrain, RuleDeleteDrainForce, RuleDeleteVolumes, RuleDeleteNode, RuleDeleteRemoveFinalizer:
+		return true
+	}
+	return false
+}
+
+// onWrites decides on the outcome of an op of API writes that needs its own
+// handling.
+func (x *decider) onWrites(r Rule, o *Outcome) {
+	switch r {
+	case RuleDeleteDrain, RuleDeleteDrainForce:
+		x.onDrain(r, o)
+	case RuleDeleteVolumes:
+		// S3d: attachments go asynchronously; look again after Short.
+		x.rule(RuleDeleteVolumesWait)
+		x.requeue(retry.Short)
+	case RuleDeleteNode:
+		x.onNodeDelete(o)
+	case RuleDeleteRemoveFinalizer:
+		if o.Ran >= o.OpID.Effects() {
+			x.rule(RuleDeleteDone)
+			x.gone = true
+			return
+		}
+		if o.Stopped == WriteConflict {
+			x.rule(RuleWriteConflict)
+			x.requeue(retry.Conflict)
+			return
+		}
+		x.rule(RuleWriteFailed)
+		x.requeue(retry.Short)
+	}
 }

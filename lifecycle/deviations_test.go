@@ -317,7 +317,7 @@ func TestCriticalComponentsTaintHoldsPending(t *testing.T) {
 	in.Node.Taints = lifecycle.CriticalComponentsNotReady
 	d := step(t, lifecycle.DefaultConfig(), in)
 	require.Equal(t, phase.Pending, d.Status.Phase)
-	require.Equal(t, lifecycle.RuleHealthWaitJoin, d.Rule)
+	require.Equal(t, lifecycle.RuleHealthConditions, d.Rule)
 	require.True(t, d.Changed, "conditions mirrored")
 	require.Equal(t, lifecycle.WaitNodeJoin, d.Wait.For)
 	require.Equal(t, time.Minute, d.Requeue)

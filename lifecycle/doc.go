@@ -36,10 +36,12 @@
 //     the lifecycle learns that an effect was carried out only from its
 //     outcome, never by guessing. Fill Input.CreatedNode when the result is
 //     a CreateMachine's.
-//  4. Repeat until a decision has no effects, at most [MaxStepsPerPass]
-//     steps in one pass; then requeue the machine after the last decision's
-//     [Decision.Requeue]. Pass Step the object as the shell's own last write
-//     returned it, or newer, never an older cached copy.
+//  4. Repeat until a decision neither changed the status nor has effects
+//     ([Decision.Done]), at most [MaxStepsPerPass] steps in one pass; then
+//     requeue the machine after the last decision's [Decision.Requeue]. Pass
+//     Step the object as the shell's own last write returned it, or newer,
+//     never an older cached copy. After a decision without effects, the
+//     Outcome carries only its OpID (0) and Persist.
 //
 // MCM's "return ShortRetry after a successful step" becomes "step again
 // now" in this loop; retry periods apply when a pass ends. Every effect can
@@ -63,7 +65,6 @@
 //					d = lifecycle.Step(cfg, withOutcome(in, out))
 //					break
 //				}
-//				in.Status = d.Status
 //			}
 //			if d.Done() {
 //				break

@@ -30,6 +30,29 @@ const (
 	// KindRemoveTaint: remove the taint with key Key (every effect) from
 	// node Node. A node that no longer exists counts as done.
 	KindRemoveTaint
+	// KindSetNodeCondition: set condition Key (always
+	// [ConditionTerminating]) to True on node Node, with reason Value and
+	// message [ConditionMessage](Value). A node that no longer exists
+	// counts as done.
+	KindSetNodeCondition
+	// KindCordon: mark node Node unschedulable. A node that no longer
+	// exists counts as done.
+	KindCordon
+	// KindDrain: evict the pods of node Node (deleting them instead when
+	// Force), ignoring DaemonSet pods, within Timeout and at most Retries
+	// eviction retries per pod; report failure with the drain's error text
+	// in Outcome.Error. A node that no longer exists counts as drained.
+	KindDrain
+	// KindDeleteVolumeAttachments: delete the live VolumeAttachments of node
+	// Node. Failures to delete single attachments count as done: the next
+	// pass looks again.
+	KindDeleteVolumeAttachments
+	// KindRemoveNodeFinalizer: remove finalizer Key from node Node (a node
+	// that no longer exists counts as done).
+	KindRemoveNodeFinalizer
+	// KindDeleteNode: delete node Node; report WriteNotFound when it does
+	// not exist.
+	KindDeleteNode
 
 	// KindEnsureBootstrapToken: make sure the bootstrap token secret of the
 	// machine named Value exists (secret
@@ -78,6 +101,18 @@ func (k Kind) String() string {
 		return "label-node"
 	case KindRemoveTaint:
 		return "remove-taint"
+	case KindSetNodeCondition:
+		return "set-node-condition"
+	case KindCordon:
+		return "cordon"
+	case KindDrain:
+		return "drain"
+	case KindDeleteVolumeAttachments:
+		return "delete-volume-attachments"
+	case KindRemoveNodeFinalizer:
+		return "remove-node-finalizer"
+	case KindDeleteNode:
+		return "delete-node"
 	case KindEnsureBootstrapToken:
 		return "ensure-bootstrap-token"
 	case KindDeleteBootstrapToken:
@@ -97,6 +132,10 @@ type Effect struct {
 	Kind Kind
 	// Warning marks a [KindEvent] of type Warning.
 	Warning bool
+	// Force marks a forced [KindDrain]: pods are deleted, not evicted.
+	Force bool
+	// Retries bounds the eviction retries of a [KindDrain].
+	Retries int32
 	// Rule is the rule a [KindEvent] reports.
 	Rule Rule
 	// Node names the node of a node effect.
@@ -108,8 +147,25 @@ type Effect struct {
 	Value string
 	// Expiry is when an ensured bootstrap token expires.
 	Expiry Stamp
-	// Timeout bounds an effect that waits.
+	// Timeout bounds an effect that waits: a [KindDrain].
 	Timeout time.Duration
+}
+
+// Reasons of the node condition [ConditionTerminating], as MCM sets them.
+const (
+	// ReasonScaleDown: the machine is deleted because its owner scaled down.
+	ReasonScaleDown = "ScaleDown"
+	// ReasonUnhealthy: the machine is deleted because it failed.
+	ReasonUnhealthy = "Unhealthy"
+)
+
+// ConditionMessage returns the message MCM writes with a
+// [ConditionTerminating] reason.
+func ConditionMessage(reason string) string {
+	if reason == ReasonUnhealthy {
+		return "Machine Controller is terminating failed machine"
+	}
+	return "Machine Controller is scaling down machine"
 }
 
 // MaxEffects is the capacity of [Effects]: no decision needs more.

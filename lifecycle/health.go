@@ -1,8 +1,10 @@
 package lifecycle
 
 import (
+	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // The health flow (MCM table b.4) for a machine whose instance is recorded:
@@ -16,6 +18,12 @@ import (
 func (x *decider) health() {
 	x.ensure = true
 	st, n := x.st, &x.in.Node
+	if x.in.NodeReadFailed {
+		// H0: nothing is concluded from a node that could not be read.
+		x.rule(RuleHealthNodeUnreadable)
+		x.requeue(retry.Short)
+		return
+	}
 	if n.Found() && !sameConditions(st.Conditions, n.Conditions) {
 		// H2: mirror the node's conditions (the status shares the input's
 		// read-only slice).
@@ -53,10 +61,13 @@ func (x *decider) health() {
 		x.rule(RuleAwaitReplacement)
 		x.resync()
 		x.wait(WaitReplacement, st.PhaseSince, 0)
-	default:
-		// Unknown and MCM's in-place phases: look again while the node may
-		// recover.
+	case phase.Unknown, phase.InPlaceUpdateFailed:
 		x.unhealthy()
+	default:
+		// MCM's node-agent in-place phases (not driven by this library yet):
+		// look again later.
+		x.rule(RuleIdle)
+		x.requeue(x.cfg.WaitCheck)
 	}
 }
 
@@ -115,6 +126,10 @@ func (x *decider) becomeRunning() {
 	if !x.setPhase(phase.Running) {
 		return
 	}
+	// A replacement grant or a failed confirmation ends with the recovery.
+	set(x, &st.Flags, st.Flags&^FlagGranted)
+	set(x, &st.Failures.Health, 0)
+	set(x, &st.RetryAfter, 0)
 	if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
 		x.rule(RuleHealthJoined)
 		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
@@ -133,8 +148,14 @@ func (x *decider) becomeRunning() {
 // emitted again while the observation still shows it, so a crash loses none.
 func (x *decider) running() {
 	n := &x.in.Node
-	if x.d.Rule == RuleNone || x.d.Rule == RuleHealthConditions {
+	if x.d.Rule == RuleNone {
 		x.rule(RuleHealthy)
+	}
+	x.resync()
+	if x.followUp {
+		// The writes below ran a step ago; the shell's caches may not show
+		// them yet. They are emitted again on the next pass if still needed.
+		return
 	}
 	if n.Found() {
 		if n.Taints.Has(InstanceNotReady) {
@@ -150,11 +171,10 @@ func (x *decider) running() {
 		x.syncRule()
 		x.emit(Effect{Kind: KindDeleteBootstrapToken, Value: x.in.Object.Name})
 	}
-	x.resync()
 }
 
 func (x *decider) syncRule() {
-	if x.d.Rule == RuleHealthy {
+	if x.d.Rule == RuleHealthy || x.d.Rule == RuleHealthConditions {
 		x.rule(RuleHealthSync)
 	}
 }
@@ -170,7 +190,7 @@ func (x *decider) pending() {
 		x.fail(lastop.Operation{Type: op.Type, State: lastop.StateFailed, Desc: lastop.DescJoinTimeout, Elapsed: timeout})
 		return
 	}
-	if x.d.Rule == RuleNone || x.d.Rule == RuleHealthConditions {
+	if x.d.Rule == RuleNone {
 		x.rule(RuleHealthWaitJoin)
 	}
 	deadline := x.deadlineBase(StampOf(o.CreationTime)).Add(timeout)
@@ -178,11 +198,84 @@ func (x *decider) pending() {
 	x.wait(WaitNodeJoin, x.st.PhaseSince, deadline)
 }
 
-// unhealthy looks again at an Unknown machine while its node may recover.
+// unhealthy decides for an Unknown (or InPlaceUpdateFailed) machine: wait
+// for the node to recover until the health timeout (H11); past it, unless
+// the machine disables the timeout (H10), ask the fleet limiter's grant
+// (b.5) and the provider (seed 003) before marking it Failed (H9, T4).
 func (x *decider) unhealthy() {
-	if x.d.Rule == RuleNone || x.d.Rule == RuleHealthConditions {
+	st, o := x.st, &x.in.Object
+	if x.d.Rule == RuleNone {
 		x.rule(RuleHealthWaitUnknown)
 	}
-	x.requeue(x.cfg.WaitCheck)
-	x.wait(WaitRetry, x.st.PhaseSince, 0)
+	timeout := x.cfg.healthTimeout(o)
+	deadline := x.deadlineBase(st.PhaseSince).Add(timeout)
+	if !x.expired(st.PhaseSince, timeout) {
+		x.until(deadline)
+		x.wait(WaitRecovery, st.PhaseSince, deadline)
+		return
+	}
+	if o.Overrides.DisableHealthTimeout {
+		// H10: no one-minute re-check either.
+		x.rule(RuleHealthTimeoutDisabled)
+		x.resync()
+		x.wait(WaitRecovery, st.PhaseSince, 0)
+		return
+	}
+	if x.holdRetry(RuleHealthConfirmFailed) {
+		return
+	}
+	if !st.Flags.Has(FlagGranted) {
+		if !x.in.Grant.Fail {
+			// T1-T3: no grant (none computed, or other replacements in
+			// flight). Nothing is written.
+			x.rule(RuleHealthAwaitGrant)
+			x.requeue(retry.Short)
+			x.wait(WaitGrant, deadline, 0)
+			return
+		}
+		// The grant is recorded before the provider is asked, so the
+		// limiter counts this machine as in flight from now on.
+		set(x, &st.Flags, st.Flags|FlagGranted)
+	}
+	x.act(RuleHealthConfirm)
+	x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: st.Attempt})
+	x.requeue(retry.Short)
+}
+
+// onConfirm decides on the provider's answer about a granted unhealthy
+// machine. A definite answer (the instance exists, is gone, or is not
+// initialized) confirms the failure and goes into LastOperation; a provider
+// that cannot answer does not let the machine be marked Failed now.
+func (x *decider) onConfirm(r *driverapi.Result) {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	n := &x.in.Node
+	if n.Found() && x.healthy(n.Conditions) {
+		// Recovered while the provider was asked.
+		x.health()
+		return
+	}
+	x.ensure = true
+	st := x.st
+	code, class := x.classify(r)
+	switch {
+	case code == driverapi.OK, code == driverapi.NotFound, code == driverapi.Uninitialized:
+		detail, errCode := "instance exists", ""
+		if code != driverapi.OK {
+			detail, errCode = r.ErrorText(), code.String()
+		}
+		x.pin(RuleHealthTimeout)
+		set(x, &st.Flags, st.Flags&^FlagGranted)
+		set(x, &st.Failures.Health, 0)
+		set(x, &st.RetryAfter, 0)
+		x.fail(lastop.Operation{Type: st.LastOp.Type, State: lastop.StateFailed, Desc: lastop.DescHealthConfirmed,
+			ErrorCode: errCode, Detail: detail, Elapsed: x.cfg.healthTimeout(&x.in.Object)})
+	default:
+		x.pin(RuleHealthConfirmFailed)
+		set(x, &st.Failures.Health, bump(st.Failures.Health))
+		x.backoff(x.cfg.Retry.Period(class), st.Failures.Health)
+		x.retryLater()
+	}
 }

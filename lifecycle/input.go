@@ -30,6 +30,13 @@ type Input struct {
 	// CreateMachine result (the stale-node check of MCM A5). Name "" when
 	// there is none.
 	CreatedNode Node
+	// NodeReadFailed reports that the shell could not read the node for a
+	// reason other than its absence (MCM H0, S3a, S5c); Node is then zero.
+	NodeReadFailed bool
+	// VolumeAttachments counts the live VolumeAttachments of the node
+	// (spec.nodeName is the node, no deletionTimestamp); read for deletion
+	// after a forced drain (MCM S3).
+	VolumeAttachments int
 	// TokenExists reports whether the machine's bootstrap token secret exists
 	// (see [BootstrapTokenID]).
 	TokenExists bool
@@ -40,6 +47,9 @@ type Input struct {
 	// Problem is what the shell found wrong with the machine or its class
 	// before it could ask the lifecycle (MCM D5, D6, X0).
 	Problem Problem
+	// Grant is what the fleet functions allow this machine now (see
+	// [Limit]).
+	Grant Grant
 	// Outcome reports what happened to the previous decision's effects; nil
 	// at the start of a pass.
 	Outcome *Outcome
@@ -110,6 +120,8 @@ type Node struct {
 	Taints Taints
 	// Deleting reports whether the node has a deletionTimestamp.
 	Deleting bool
+	// VolumesAttached counts the node's status.volumesAttached.
+	VolumesAttached int
 }
 
 // Found reports whether the node exists.
@@ -231,9 +243,22 @@ type Outcome struct {
 	// stopped before the end: the write that failed. [WriteOK] when every
 	// effect ran.
 	Stopped Write
+	// Error is the error text of the write that stopped the effects, for the
+	// LastOperation descriptions that quote it (a failed drain, say).
+	Error string
 	// Result is the driver call's result when the decision had one and it
 	// ran.
 	Result driverapi.Result
+}
+
+// Grant is what the fleet functions allow one machine now. The shell
+// computes it with [Limit] once per owner per fleet pass and serialises
+// grants per owner.
+type Grant struct {
+	// Fail allows an Unknown machine past its health timeout to be marked
+	// Failed (after the provider is asked). A machine that already holds a
+	// grant (FlagGranted) keeps it.
+	Fail bool
 }
 
 // Write is the result of an API write: persisting the status or carrying

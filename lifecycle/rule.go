@@ -152,6 +152,121 @@ const (
 	// RuleHealthWaitUnknown: Unknown; waiting for the node to recover (H11).
 	RuleHealthWaitUnknown
 
+	// RuleHealthNodeUnreadable: the node could not be read; retry Short (H0).
+	RuleHealthNodeUnreadable
+	// RuleHealthTimeoutDisabled: Unknown past the health timeout, but the
+	// machine disables it; nothing happens (H10).
+	RuleHealthTimeoutDisabled
+	// RuleHealthAwaitGrant: Unknown past the health timeout; the fleet
+	// limiter has not granted its replacement (T1-T3).
+	RuleHealthAwaitGrant
+	// RuleHealthConfirm: granted; ask the provider what it sees before
+	// marking the machine Failed (seed 003).
+	RuleHealthConfirm
+	// RuleHealthConfirmFailed: the provider could not be asked; the machine
+	// is not marked Failed now and the question is retried.
+	RuleHealthConfirmFailed
+	// RuleHealthTimeout: Unknown past the health timeout, granted and
+	// confirmed; Failed (H9, T4).
+	RuleHealthTimeout
+
+	// RuleDeleteProblem: the class or its secret is unavailable; deletion
+	// waits (X0).
+	RuleDeleteProblem
+	// RuleDeleteAdopted: a machine another controller was deleting resumes
+	// at the step its LastOperation names (X4-X9).
+	RuleDeleteAdopted
+	// RuleDeleteRestart: Terminating without a known step (such as MCM's
+	// "Deleting machine from cloud provider"); deletion restarts (X10).
+	RuleDeleteRestart
+	// RuleDeleteNoTargetCluster: no target cluster; skip drain and volumes
+	// (S1a).
+	RuleDeleteNoTargetCluster
+	// RuleDeleteNodeKnown: the node is known; go on to the drain (S1b, S1c).
+	RuleDeleteNodeKnown
+	// RuleDeleteLookup: the node is not known; ask GetMachineStatus (S1).
+	RuleDeleteLookup
+	// RuleDeleteLookupOK: the provider named the node; go on to the drain
+	// (S1d).
+	RuleDeleteLookupOK
+	// RuleDeleteLookupUndecodable: GetMachineStatus failed undecodably (S1e).
+	RuleDeleteLookupUndecodable
+	// RuleDeleteLookupUnimplemented: GetMachineStatus is not implemented; go
+	// on to the drain (S1f).
+	RuleDeleteLookupUnimplemented
+	// RuleDeleteLookupNotFound: the provider has no instance; go on to the
+	// drain anyway (S1g).
+	RuleDeleteLookupNotFound
+	// RuleDeleteLookupRetry: GetMachineStatus failed transiently (S1h).
+	RuleDeleteLookupRetry
+	// RuleDeleteLookupUninitialized: the instance was never initialized; go
+	// on to the drain (S1i).
+	RuleDeleteLookupUninitialized
+	// RuleDeleteLookupFailed: GetMachineStatus failed otherwise (S1j).
+	RuleDeleteLookupFailed
+	// RuleDeleteDrain: set the node's Terminating condition, cordon and
+	// drain it (S2).
+	RuleDeleteDrain
+	// RuleDeleteDrainForce: the same, forced: pods are deleted, and deletion
+	// goes on if the drain fails (S2).
+	RuleDeleteDrainForce
+	// RuleDeleteDrainSkipped: there is no node to drain (S2a).
+	RuleDeleteDrainSkipped
+	// RuleDeleteDrainFailed: a step of the drain failed and it is not
+	// forced; retried with backoff (S2b, S2d, S2h).
+	RuleDeleteDrainFailed
+	// RuleDeleteDrainForcedOn: a step of a forced drain failed; deletion
+	// goes on (S2c, S2g).
+	RuleDeleteDrainForcedOn
+	// RuleDeleteForceDrained: the forced drain succeeded (S2e).
+	RuleDeleteForceDrained
+	// RuleDeleteDrained: the drain succeeded (S2f).
+	RuleDeleteDrained
+	// RuleDeleteVolumes: delete the node's live volume attachments (S3d).
+	RuleDeleteVolumes
+	// RuleDeleteVolumesWait: volume attachments were deleted; look again
+	// later (S3d).
+	RuleDeleteVolumesWait
+	// RuleDeleteVolumesNodeMissing: the node is gone; skip to the VM (S3b).
+	RuleDeleteVolumesNodeMissing
+	// RuleDeleteVolumesDetached: the node has no volumes attached (S3c).
+	RuleDeleteVolumesDetached
+	// RuleDeleteVolumesDone: no live volume attachments remain (S3e).
+	RuleDeleteVolumesDone
+	// RuleDeleteNodeUnreadable: the node could not be read (S3a, S5c).
+	RuleDeleteNodeUnreadable
+	// RuleDeleteVM: ask DeleteMachine, always (S4, MCM #850).
+	RuleDeleteVM
+	// RuleDeleteVMDeleted: the provider deleted the instance (S4a).
+	RuleDeleteVMDeleted
+	// RuleDeleteVMNotFound: the provider has no instance (S4b).
+	RuleDeleteVMNotFound
+	// RuleDeleteVMRetry: DeleteMachine failed transiently (S4c).
+	RuleDeleteVMRetry
+	// RuleDeleteVMFailed: DeleteMachine failed otherwise (S4d).
+	RuleDeleteVMFailed
+	// RuleDeleteVMUndecodable: DeleteMachine failed undecodably (S4e).
+	RuleDeleteVMUndecodable
+	// RuleDeleteNode: remove the node's finalizer and delete it (S5).
+	RuleDeleteNode
+	// RuleDeleteNodeUnnamed: no node is known for the machine (S5a).
+	RuleDeleteNodeUnnamed
+	// RuleDeleteNodeNotFound: the node does not exist (S5b, S5f).
+	RuleDeleteNodeNotFound
+	// RuleDeleteNodeFinalizerFailed: removing the node's finalizer failed
+	// (S5d).
+	RuleDeleteNodeFinalizerFailed
+	// RuleDeleteNodeDeleted: the node was deleted (S5e).
+	RuleDeleteNodeDeleted
+	// RuleDeleteNodeFailed: deleting the node failed (S5g).
+	RuleDeleteNodeFailed
+	// RuleDeleteRemoveFinalizer: remove the machine's finalizer, last (X9).
+	RuleDeleteRemoveFinalizer
+	// RuleDeleteDone: the finalizer is removed; the machine is gone.
+	RuleDeleteDone
+	// RuleDeleteBackoff: a deletion step failed; waiting for its retry time.
+	RuleDeleteBackoff
+
 	ruleCount
 )
 
@@ -265,6 +380,100 @@ func (r Rule) info() ruleInfo {
 		return ruleInfo{"health.healthy", "the machine is running and healthy", ""}
 	case RuleHealthWaitUnknown:
 		return ruleInfo{"health.waiting-for-recovery", "the node is unhealthy; waiting for it to recover", ""}
+	case RuleHealthNodeUnreadable:
+		return ruleInfo{"health.node-unreadable", "the node could not be read", ""}
+	case RuleHealthTimeoutDisabled:
+		return ruleInfo{"health.timeout-disabled", "unhealthy past the health timeout, which the machine disables", ""}
+	case RuleHealthAwaitGrant:
+		return ruleInfo{"health.await-grant", "unhealthy past the health timeout; waiting for the fleet limiter", ""}
+	case RuleHealthConfirm:
+		return ruleInfo{"health.confirm", "asking the provider before marking the machine Failed", ""}
+	case RuleHealthConfirmFailed:
+		return ruleInfo{"health.confirm-failed", "the provider could not be asked; not marking Failed now", ""}
+	case RuleHealthTimeout:
+		return ruleInfo{"health.timeout", "unhealthy past the health timeout; Failed", "MachineFailed"}
+	case RuleDeleteProblem:
+		return ruleInfo{"delete.problem", "the machine class or its secret is unavailable; deletion waits", ""}
+	case RuleDeleteAdopted:
+		return ruleInfo{"delete.adopted", "resuming a deletion at the step its last operation names", ""}
+	case RuleDeleteRestart:
+		return ruleInfo{"delete.restart", "no known deletion step; deletion restarts", ""}
+	case RuleDeleteNoTargetCluster:
+		return ruleInfo{"delete.no-target-cluster", "no target cluster; skipping drain and volume attachments", ""}
+	case RuleDeleteNodeKnown:
+		return ruleInfo{"delete.node-known", "the node is known; draining it next", ""}
+	case RuleDeleteLookup:
+		return ruleInfo{"delete.lookup", "asking the provider for the instance and its node", ""}
+	case RuleDeleteLookupOK:
+		return ruleInfo{"delete.lookup-ok", "the provider named the node; draining it next", ""}
+	case RuleDeleteLookupUndecodable:
+		return ruleInfo{"delete.lookup-undecodable", "the provider's lookup error could not be decoded", ""}
+	case RuleDeleteLookupUnimplemented:
+		return ruleInfo{"delete.lookup-unimplemented", "the provider cannot look up instances; draining next", ""}
+	case RuleDeleteLookupNotFound:
+		return ruleInfo{"delete.lookup-not-found", "the provider has no instance; going on", ""}
+	case RuleDeleteLookupRetry:
+		return ruleInfo{"delete.lookup-retry", "looking up the instance failed transiently", ""}
+	case RuleDeleteLookupUninitialized:
+		return ruleInfo{"delete.lookup-uninitialized", "the instance was never initialized; going on", ""}
+	case RuleDeleteLookupFailed:
+		return ruleInfo{"delete.lookup-failed", "looking up the instance failed", ""}
+	case RuleDeleteDrain:
+		return ruleInfo{"delete.drain", "cordoning and draining the node", ""}
+	case RuleDeleteDrainForce:
+		return ruleInfo{"delete.drain-force", "cordoning and draining the node by force", ""}
+	case RuleDeleteDrainSkipped:
+		return ruleInfo{"delete.drain-skipped", "no node to drain", ""}
+	case RuleDeleteDrainFailed:
+		return ruleInfo{"delete.drain-failed", "draining the node failed; retrying with backoff", "DrainFailed"}
+	case RuleDeleteDrainForcedOn:
+		return ruleInfo{"delete.drain-forced-on", "the forced drain failed; deletion goes on", ""}
+	case RuleDeleteForceDrained:
+		return ruleInfo{"delete.force-drained", "the node was drained by force", ""}
+	case RuleDeleteDrained:
+		return ruleInfo{"delete.drained", "the node was drained", ""}
+	case RuleDeleteVolumes:
+		return ruleInfo{"delete.volume-attachments", "deleting the node's volume attachments", ""}
+	case RuleDeleteVolumesWait:
+		return ruleInfo{"delete.volume-attachments-wait", "waiting for volume attachments to go", ""}
+	case RuleDeleteVolumesNodeMissing:
+		return ruleInfo{"delete.volume-attachments-no-node", "the node is gone; skipping volume attachments", ""}
+	case RuleDeleteVolumesDetached:
+		return ruleInfo{"delete.volumes-detached", "the node's volumes are detached", ""}
+	case RuleDeleteVolumesDone:
+		return ruleInfo{"delete.volume-attachments-done", "no live volume attachments remain", ""}
+	case RuleDeleteNodeUnreadable:
+		return ruleInfo{"delete.node-unreadable", "the node could not be read", ""}
+	case RuleDeleteVM:
+		return ruleInfo{"delete.vm", "deleting the instance at the provider", ""}
+	case RuleDeleteVMDeleted:
+		return ruleInfo{"delete.vm-deleted", "the provider deleted the instance", ""}
+	case RuleDeleteVMNotFound:
+		return ruleInfo{"delete.vm-not-found", "the provider has no instance", ""}
+	case RuleDeleteVMRetry:
+		return ruleInfo{"delete.vm-retry", "deleting the instance failed transiently", ""}
+	case RuleDeleteVMFailed:
+		return ruleInfo{"delete.vm-failed", "deleting the instance failed", "DeleteFailed"}
+	case RuleDeleteVMUndecodable:
+		return ruleInfo{"delete.vm-undecodable", "the provider's delete error could not be decoded", "DeleteFailed"}
+	case RuleDeleteNode:
+		return ruleInfo{"delete.node", "deleting the node object", ""}
+	case RuleDeleteNodeUnnamed:
+		return ruleInfo{"delete.node-unnamed", "no node is known for the machine", ""}
+	case RuleDeleteNodeNotFound:
+		return ruleInfo{"delete.node-not-found", "the node does not exist", ""}
+	case RuleDeleteNodeFinalizerFailed:
+		return ruleInfo{"delete.node-finalizer-failed", "removing the node's finalizer failed", ""}
+	case RuleDeleteNodeDeleted:
+		return ruleInfo{"delete.node-deleted", "the node was deleted", ""}
+	case RuleDeleteNodeFailed:
+		return ruleInfo{"delete.node-failed", "deleting the node failed", ""}
+	case RuleDeleteRemoveFinalizer:
+		return ruleInfo{"delete.remove-finalizer", "removing the machine's finalizer", ""}
+	case RuleDeleteDone:
+		return ruleInfo{"delete.done", "the machine is deleted", ""}
+	case RuleDeleteBackoff:
+		return ruleInfo{"delete.backoff", "waiting to retry a failed deletion step", ""}
 	}
 	return ruleInfo{"rule(" + strconv.Itoa(int(r)) + ")", "unknown rule", ""}
 }

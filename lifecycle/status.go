@@ -72,6 +72,23 @@ const (
 	// StageInitializing: the instance is recorded; InitializeMachine has not
 	// succeeded yet.
 	StageInitializing
+	// StageGetVMStatus: deletion began; find the node and ask the provider
+	// about the instance (MCM S1, marker "Set machine status to termination.
+	// Now, getting VM Status").
+	StageGetVMStatus
+	// StageDrain: cordon and drain the node (MCM S2, "Initiate node drain").
+	StageDrain
+	// StageVolumes: after a forced drain, delete the node's volume
+	// attachments (MCM S3, "Delete Volume Attachments").
+	StageVolumes
+	// StageDeleteVM: ask DeleteMachine (MCM S4, "Initiate VM deletion").
+	StageDeleteVM
+	// StageDeleteNode: delete the node object (MCM S5, "Initiate node object
+	// deletion").
+	StageDeleteNode
+	// StageRemoveFinalizer: remove the machine's finalizer (MCM X9,
+	// "Initiate machine object finalizer removal").
+	StageRemoveFinalizer
 	stageCount
 )
 
@@ -84,6 +101,18 @@ func (s Stage) String() string {
 		return "creating"
 	case StageInitializing:
 		return "initializing"
+	case StageGetVMStatus:
+		return "get-vm-status"
+	case StageDrain:
+		return "drain"
+	case StageVolumes:
+		return "volume-attachments"
+	case StageDeleteVM:
+		return "delete-vm"
+	case StageDeleteNode:
+		return "delete-node"
+	case StageRemoveFinalizer:
+		return "remove-finalizer"
 	}
 	return "unknown-stage"
 }
@@ -94,6 +123,9 @@ func (s Stage) Valid() bool { return s < stageCount }
 // creating reports whether the stage belongs to the creation flow.
 func (s Stage) creating() bool { return s == StageCreating || s == StageInitializing }
 
+// deleting reports whether the stage belongs to the deletion flow.
+func (s Stage) deleting() bool { return s >= StageGetVMStatus && s < stageCount }
+
 // Flags are facts a flow recorded in the status.
 type Flags uint16
 
@@ -101,7 +133,28 @@ const (
 	// FlagStaleInstance: the recorded instance was created on a stale node
 	// object (MCM A5) and must be deleted at the provider; ProviderID names it.
 	FlagStaleInstance Flags = 1 << iota
-	flagsKnown              = FlagStaleInstance
+	// FlagGranted: the fleet limiter granted this Unknown machine its
+	// replacement; the lifecycle is confirming with the provider before it
+	// marks the machine Failed. The limiter counts it as in flight.
+	FlagGranted
+	// FlagWasFailed: deletion began while the machine was Failed; the node's
+	// Terminating condition says Unhealthy instead of ScaleDown.
+	FlagWasFailed
+	// FlagDrainSucceeded: the node was drained (MCM S2f).
+	FlagDrainSucceeded
+	// FlagDrainForced: the drain was forced, whether or not it succeeded
+	// (MCM S2c, S2e, S2g).
+	FlagDrainForced
+	// FlagDrainSkipped: there was no node to drain (MCM S1a, S2a).
+	FlagDrainSkipped
+	// FlagTerminated: the provider confirmed the instance is gone
+	// (DeleteMachine answered OK or NotFound). Terminating is the phase of a
+	// deletion that began; Terminated is this fact.
+	FlagTerminated
+
+	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
+		FlagDrainForced | FlagDrainSkipped | FlagTerminated
+	flagsDrained = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
 
 // Has reports whether every flag of f is set in s.
@@ -113,6 +166,10 @@ func (s Flags) Has(f Flags) bool { return s&f == f }
 type Failures struct {
 	// Create counts failed lookups, creations and initializations.
 	Create uint8
+	// Health counts failed confirmations of an unhealthy machine.
+	Health uint8
+	// Delete counts failed deletion steps (drains included).
+	Delete uint8
 }
 
 // bump returns n+1, saturating.

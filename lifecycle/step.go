@@ -44,6 +44,15 @@ type decider struct {
 	changed bool
 	ensure  bool // emit the object ensure-effects first (see ensureObject)
 	gone    bool
+	// pinned: d.Rule names the row an outcome decided; rules set after it
+	// name only the action the decision goes on with (opRule).
+	pinned bool
+	// opRule is the rule whose effects the decision carries; the outcome
+	// that reports them is handled by it.
+	opRule Rule
+	// followUp: the decision follows an op whose effects all ran; node and
+	// token writes are not repeated in the same pass.
+	followUp bool
 }
 
 // run validates the input, consumes the outcome, and dispatches.
@@ -89,7 +98,11 @@ func (x *decider) finish() {
 		d.Changed = true
 	}
 	if n := d.Effects.Len(); n > 0 {
-		d.OpID = newOpID(x.st.Seq, d.Rule, n)
+		r := x.opRule
+		if r == RuleNone {
+			r = d.Rule
+		}
+		d.OpID = newOpID(x.st.Seq, r, n)
 	}
 	if d.Requeue <= 0 && !x.gone {
 		// Every pass ends with a positive requeue; a path that forgot one
@@ -116,7 +129,11 @@ func (x *decider) outcome() bool {
 		x.requeue(retry.Short)
 		return true
 	}
-	if o.OpID == 0 || o.OpID.Seq() != x.st.Seq {
+	if o.OpID == 0 {
+		// The previous decision only changed the status, which was saved.
+		return false
+	}
+	if o.OpID.Seq() != x.st.Seq {
 		x.anomaly(AnomalyStaleOutcome)
 		return false
 	}
@@ -125,7 +142,13 @@ func (x *decider) outcome() bool {
 		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
+	rule := o.OpID.Rule()
+	r := &o.Result
 	if o.Ran < n {
+		if rule.handlesWrites() {
+			x.onWrites(rule, o)
+			return true
+		}
 		if o.Stopped == WriteConflict {
 			x.rule(RuleWriteConflict)
 			x.requeue(retry.Conflict)
@@ -135,13 +158,17 @@ func (x *decider) outcome() bool {
 		}
 		return true
 	}
-	r := &o.Result
 	if r.Method == driverapi.MethodNone {
-		// The decision had no driver call: its effects are done, and the
-		// next decision is made afresh from the world they changed.
+		if rule.handlesWrites() {
+			x.onWrites(rule, o)
+			return true
+		}
+		// The effects are done, and the next decision is made afresh from
+		// the world they changed. Node and token writes are not repeated in
+		// this pass, even if the shell's caches do not show them yet.
+		x.followUp = true
 		return false
 	}
-	rule := o.OpID.Rule()
 	switch {
 	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateLookup:
 		x.onLookup(r)
@@ -153,6 +180,12 @@ func (x *decider) outcome() bool {
 		x.onStaleDelete(r)
 	case r.Method == driverapi.MethodDelete && rule == RuleCreateForeignInstance:
 		x.onForeignDelete(r)
+	case r.Method == driverapi.MethodGetStatus && rule == RuleHealthConfirm:
+		x.onConfirm(r)
+	case r.Method == driverapi.MethodGetStatus && rule == RuleDeleteLookup:
+		x.onDeleteLookup(r)
+	case r.Method == driverapi.MethodDelete && rule == RuleDeleteVM:
+		x.onDeleteVM(r)
 	default:
 		x.anomaly(AnomalyBadOutcome)
 		return false
@@ -260,7 +293,28 @@ func (x *decider) ensureObject() {
 
 // ---- bookkeeping -------------------------------------------------------
 
-func (x *decider) rule(r Rule) { x.d.Rule = r }
+// rule names the rule that decided, unless an outcome's row was pinned.
+func (x *decider) rule(r Rule) {
+	if !x.pinned {
+		x.d.Rule = r
+	}
+}
+
+// pin names the row an outcome decided; the decision may go on with the
+// next stages, whose rules then only name the op (act). The first pin of a
+// decision wins.
+func (x *decider) pin(r Rule) {
+	if !x.pinned {
+		x.d.Rule = r
+		x.pinned = true
+	}
+}
+
+// act names the rule whose effects the decision carries.
+func (x *decider) act(r Rule) {
+	x.opRule = r
+	x.rule(r)
+}
 
 func (x *decider) anomaly(a Anomalies) { x.d.Anomalies |= a }
 

@@ -21,8 +21,18 @@ func (e Effect) String() string {
 		return e.Kind.String() + " " + e.Value
 	case KindLabelNode:
 		return e.Kind.String() + " " + e.Node + " " + e.Key + "=" + e.Value
-	case KindRemoveTaint:
+	case KindRemoveTaint, KindRemoveNodeFinalizer:
 		return e.Kind.String() + " " + e.Node + " " + e.Key
+	case KindSetNodeCondition:
+		return e.Kind.String() + " " + e.Node + " " + e.Key + "=True reason=" + e.Value
+	case KindCordon, KindDeleteVolumeAttachments, KindDeleteNode:
+		return e.Kind.String() + " " + e.Node
+	case KindDrain:
+		s := e.Kind.String() + " " + e.Node + " timeout=" + e.Timeout.String() + " retries=" + strconv.Itoa(int(e.Retries))
+		if e.Force {
+			s += " force"
+		}
+		return s
 	case KindEnsureBootstrapToken:
 		return e.Kind.String() + " " + e.Value + " expires " + e.Expiry.String()
 	case KindDeleteBootstrapToken:

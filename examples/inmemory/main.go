@@ -5,10 +5,14 @@
 //
 // Scenarios:
 //
-//	happy       a machine from nothing to Running: creation, initialization, join
-//	init-fails  initialization fails twice: CrashLoopBackOff, then recovery
-//	crash       the controller crashes right after CreateMachine; the next
-//	            pass finds the instance instead of creating a second one
+//	happy        a machine from nothing to Running: creation, initialization, join
+//	init-fails   initialization fails twice: CrashLoopBackOff, then recovery
+//	crash        the controller crashes right after CreateMachine; the next
+//	             pass finds the instance instead of creating a second one
+//	delete       a Running machine is deleted: drain, VM, node, finalizer
+//	drain-fails  the drain keeps failing (a pod disruption budget) and backs
+//	             off until the drain timeout forces it
+//	no-node      a machine whose node never registered is deleted
 //
 // Run them all with `go run ./examples/inmemory`, or one with
 // `go run ./examples/inmemory -scenario crash`. Time is simulated: each pass
@@ -32,11 +36,11 @@ import (
 )
 
 func main() {
-	scenario := flag.String("scenario", "all", "happy, init-fails, crash or all")
+	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-fails, no-node or all")
 	quiet := flag.Bool("quiet", false, "print only each scenario's summary")
 	flag.Parse()
 	var out io.Writer = os.Stdout
-	names := []string{"happy", "init-fails", "crash"}
+	names := []string{"happy", "init-fails", "crash", "delete", "drain-fails", "no-node"}
 	if *scenario != "all" {
 		names = []string{*scenario}
 	}
@@ -53,18 +57,42 @@ func main() {
 	}
 }
 
-// scenario sets up the provider's faults and the controller's crashes.
+// scenario sets up the provider's faults, the controller's crashes and
+// when the machine is deleted.
 type scenario struct {
 	about string
-	setup func(p *memworld.Provider)
+	setup func(p *memworld.Provider, c *memworld.Cluster)
 	crash func(pass, step, ran int, d *lifecycle.Decision) bool
+	// deleteWhen, if set, requests the machine's deletion once it holds.
+	deleteWhen func(c *memworld.Cluster) bool
 }
+
+func running(c *memworld.Cluster) bool { return c.Machine.Status.Phase == phase.Running }
 
 var scenarios = map[string]scenario{
 	"happy": {about: "a machine from nothing to Running"},
 	"init-fails": {
 		about: "InitializeMachine fails twice, then succeeds",
-		setup: func(p *memworld.Provider) { p.FailInit = 2 },
+		setup: func(p *memworld.Provider, _ *memworld.Cluster) { p.FailInit = 2 },
+	},
+	"delete": {
+		about:      "a Running machine is deleted",
+		deleteWhen: running,
+	},
+	"drain-fails": {
+		about: "the drain keeps failing until the drain timeout (10m for this machine) forces it",
+		setup: func(_ *memworld.Provider, c *memworld.Cluster) {
+			c.FailDrains = 1000
+			c.Machine.Object.Overrides.DrainTimeout = 10 * time.Minute
+		},
+		deleteWhen: running,
+	},
+	"no-node": {
+		about: "a machine whose node never registered is deleted while Pending",
+		setup: func(_ *memworld.Provider, c *memworld.Cluster) { c.NoNodes = true },
+		deleteWhen: func(c *memworld.Cluster) bool {
+			return c.Machine.Status.Phase == phase.Pending && c.Machine.Status.PhaseSince.Time().Add(2*time.Minute).Before(now(c))
+		},
 	},
 	"crash": {
 		about: "the controller crashes right after CreateMachine returned",
@@ -78,10 +106,14 @@ var scenarios = map[string]scenario{
 type result struct {
 	ok      bool
 	phase   phase.Phase
+	gone    bool
 	creates int
 	passes  int
 	elapsed time.Duration
 }
+
+// now is the cluster's simulated time (the provider's clock).
+func now(c *memworld.Cluster) time.Time { return c.Provider.Now() }
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
@@ -89,15 +121,21 @@ var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 func run(w io.Writer, name string, s scenario, quiet bool) result {
 	cfg := lifecycle.DefaultConfig()
 	p := memworld.NewProvider()
-	if s.setup != nil {
-		s.setup(p)
-	}
 	c := memworld.NewCluster(p, "machine-a", "6f1c9e2a-uid", t0)
+	if s.setup != nil {
+		s.setup(p, c)
+	}
 	fmt.Fprintf(w, "=== scenario %s: %s\n", name, s.about)
 	now := t0
 	var r result
-	for pass := 1; pass <= 40; pass++ {
+	for pass := 1; pass <= 100; pass++ {
 		c.Tick(now)
+		if s.deleteWhen != nil && c.Machine.Object.DeletionTime.IsZero() && s.deleteWhen(c) {
+			c.Delete(now)
+			if !quiet {
+				fmt.Fprintf(w, "\n[+%s] the machine's deletion is requested\n", now.Sub(t0))
+			}
+		}
 		hooks := shell.Hooks{}
 		if !quiet {
 			hooks.Decided = func(step int, d *lifecycle.Decision) { printDecision(w, step, d, c) }
@@ -120,6 +158,12 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 		}
 		res := shell.Reconcile(context.Background(), &cfg, c, p, driverapi.Class{Name: "mem-small"}, now, hooks)
 		r.passes = pass
+		if c.Machine.Gone {
+			if !quiet {
+				fmt.Fprintf(w, "  the machine object is gone\n")
+			}
+			break
+		}
 		if res.Crashed {
 			if !quiet {
 				fmt.Fprintf(w, "  !! controller crashed; it restarts 10s later from the last saved status\n")
@@ -131,17 +175,26 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 		if !quiet {
 			fmt.Fprintf(w, "  requeue after %s\n", res.Requeue)
 		}
-		if c.Machine.Status.Phase == phase.Running && last.Rule == lifecycle.RuleHealthy {
+		if s.deleteWhen == nil && c.Machine.Status.Phase == phase.Running && last.Rule == lifecycle.RuleHealthy {
 			break
 		}
 		now = now.Add(res.Requeue)
 	}
 	r.phase = c.Machine.Status.Phase
+	r.gone = c.Machine.Gone
 	r.creates = p.Creates
 	r.elapsed = now.Sub(t0)
-	r.ok = r.phase == phase.Running && r.creates == 1
-	fmt.Fprintf(w, "\n--- %s: phase %s after %s in %d passes; %d instance(s) created, %d status writes; events: %s\n",
-		name, r.phase.Label(), r.elapsed, r.passes, r.creates, c.Machine.Saves, strings.Join(c.Events, ", "))
+	if s.deleteWhen != nil {
+		r.ok = r.gone && r.creates == 1 && len(p.Instances()) == 0 && len(c.Nodes) == 0
+	} else {
+		r.ok = r.phase == phase.Running && r.creates == 1
+	}
+	end := "phase " + r.phase.Label()
+	if r.gone {
+		end = fmt.Sprintf("machine gone (%d instance(s) and %d node(s) left)", len(p.Instances()), len(c.Nodes))
+	}
+	fmt.Fprintf(w, "\n--- %s: %s after %s in %d passes; %d instance(s) created, %d status writes; events: %s\n",
+		name, end, r.elapsed, r.passes, r.creates, c.Machine.Saves, strings.Join(c.Events, ", "))
 	fmt.Fprintf(w, "    last operation: %q\n\n", lifecycle.Describe(&c.Machine.Status, c.Machine.Object.Name))
 	return r
 }

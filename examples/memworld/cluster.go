@@ -1,6 +1,8 @@
 package memworld
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/purelifecycle/machine/lifecycle"
@@ -22,6 +24,16 @@ type Node struct {
 	lifecycle.Node
 	// Labels holds labels the lifecycle writes (the machine-name label).
 	Labels map[string]string
+	// Unschedulable is set by a cordon.
+	Unschedulable bool
+	// Finalizer reports the lifecycle's node finalizer.
+	Finalizer bool
+	// Terminating is the reason of the Terminating condition, "" if unset.
+	Terminating string
+	// Pods counts the pods still on the node; a drain evicts them.
+	Pods int
+	// VolumeAttachments counts live VolumeAttachments of the node.
+	VolumeAttachments int
 }
 
 // Cluster is an in-memory cluster holding one machine, the nodes its
@@ -38,6 +50,11 @@ type Cluster struct {
 	ReadyDelay time.Duration
 	// Events are the events recorded, as "Type Reason".
 	Events []string
+	// FailDrains makes the next FailDrains unforced drains fail (a pod
+	// disruption budget that never allows the eviction).
+	FailDrains int
+	// NoNodes keeps instances from ever registering nodes.
+	NoNodes bool
 }
 
 // NewCluster returns a cluster with one new machine and the provider.
@@ -61,10 +78,15 @@ func (c *Cluster) Tick(now time.Time) {
 		if !i.Initialized || now.Sub(i.Created) < c.BootDelay {
 			continue
 		}
+		if c.NoNodes {
+			continue
+		}
 		n, ok := c.Nodes[i.NodeName]
 		if !ok {
 			n = &Node{Node: lifecycle.Node{Name: i.NodeName, ProviderID: i.ProviderID,
-				Taints: lifecycle.InstanceNotReady}, Labels: map[string]string{}}
+				Taints: lifecycle.InstanceNotReady}, Labels: map[string]string{}, Finalizer: true, Pods: 3,
+				VolumeAttachments: 1}
+			n.VolumesAttached = 1
 			c.Nodes[i.NodeName] = n
 		}
 		ready := now.Sub(i.Created) >= c.BootDelay+c.ReadyDelay
@@ -94,7 +116,17 @@ func (c *Cluster) Observe(now time.Time) lifecycle.Input {
 	in := lifecycle.Input{Now: now, Object: m.Object, Status: m.Status}
 	_, in.TokenExists = c.Tokens[m.Object.Name]
 	in.Node = c.findNode()
+	if n, ok := c.Nodes[in.Node.Name]; ok {
+		in.VolumeAttachments = n.VolumeAttachments
+	}
 	return in
+}
+
+// Delete requests the machine's deletion at now.
+func (c *Cluster) Delete(now time.Time) {
+	if c.Machine.Object.DeletionTime.IsZero() {
+		c.Machine.Object.DeletionTime = now
+	}
 }
 
 // findNode finds the machine's node by its node label, else by the node's
@@ -141,7 +173,7 @@ func (c *Cluster) SaveStatus(st lifecycle.Status) lifecycle.Write {
 }
 
 // Apply implements shell.World.
-func (c *Cluster) Apply(e lifecycle.Effect) lifecycle.Write {
+func (c *Cluster) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 	o := &c.Machine.Object
 	switch e.Kind {
 	case lifecycle.KindEnsureFinalizer:
@@ -160,7 +192,7 @@ func (c *Cluster) Apply(e lifecycle.Effect) lifecycle.Write {
 	case lifecycle.KindLabelNode:
 		n, ok := c.Nodes[e.Node]
 		if !ok {
-			return lifecycle.WriteNotFound
+			return lifecycle.WriteNotFound, fmt.Errorf("nodes %q not found", e.Node)
 		}
 		n.Labels[e.Key] = e.Value
 	case lifecycle.KindRemoveTaint:
@@ -171,6 +203,43 @@ func (c *Cluster) Apply(e lifecycle.Effect) lifecycle.Write {
 		c.Tokens[e.Value] = e.Expiry.Time()
 	case lifecycle.KindDeleteBootstrapToken:
 		delete(c.Tokens, e.Value)
+	case lifecycle.KindSetNodeCondition:
+		if n, ok := c.Nodes[e.Node]; ok {
+			n.Terminating = e.Value
+		}
+	case lifecycle.KindCordon:
+		if n, ok := c.Nodes[e.Node]; ok {
+			n.Unschedulable = true
+		}
+	case lifecycle.KindDrain:
+		n, ok := c.Nodes[e.Node]
+		if !ok {
+			return lifecycle.WriteOK, nil // nothing to drain
+		}
+		if !e.Force && c.FailDrains > 0 {
+			c.FailDrains--
+			return lifecycle.WriteFailed, errors.New("Cannot evict pod as it would violate the pod's disruption budget")
+		}
+		n.Pods = 0
+		if !e.Force {
+			// Evicted pods detach their volumes; deleted ones leave the
+			// attachments behind.
+			n.VolumesAttached = 0
+			n.VolumeAttachments = 0
+		}
+	case lifecycle.KindDeleteVolumeAttachments:
+		if n, ok := c.Nodes[e.Node]; ok {
+			n.VolumeAttachments = 0
+		}
+	case lifecycle.KindRemoveNodeFinalizer:
+		if n, ok := c.Nodes[e.Node]; ok {
+			n.Finalizer = false
+		}
+	case lifecycle.KindDeleteNode:
+		if _, ok := c.Nodes[e.Node]; !ok {
+			return lifecycle.WriteNotFound, fmt.Errorf("nodes %q not found", e.Node)
+		}
+		delete(c.Nodes, e.Node)
 	case lifecycle.KindEvent:
 		typ := "Normal"
 		if e.Warning {
@@ -178,7 +247,7 @@ func (c *Cluster) Apply(e lifecycle.Effect) lifecycle.Write {
 		}
 		c.Events = append(c.Events, typ+" "+e.Rule.Event())
 	default:
-		return lifecycle.WriteFailed
+		return lifecycle.WriteFailed, fmt.Errorf("unknown effect %s", e.Kind)
 	}
-	return lifecycle.WriteOK
+	return lifecycle.WriteOK, nil
 }

@@ -51,6 +51,9 @@ func NewProvider() *Provider {
 // SetNow sets the provider's clock.
 func (p *Provider) SetNow(t time.Time) { p.now = t }
 
+// Now returns the provider's clock.
+func (p *Provider) Now() time.Time { return p.now }
+
 // Instances returns the instances, sorted by providerID.
 func (p *Provider) Instances() []Instance {
 	out := make([]Instance, 0, len(p.instances))

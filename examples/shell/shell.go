@@ -4,6 +4,9 @@
 // stop at the first failure, feed the outcome back, repeat until a decision
 // has no effects, then requeue.
 //
+// The pass ends at a decision that neither changes the status nor has
+// effects (lifecycle.Decision.Done).
+//
 // A World is where the machine, its node and its token live (an in-memory
 // cluster here, a Kubernetes API server in a real controller); the driver is
 // any driverapi.Driver.
@@ -26,8 +29,9 @@ type World interface {
 	Observe(now time.Time) lifecycle.Input
 	// SaveStatus persists the status of the machine.
 	SaveStatus(st lifecycle.Status) lifecycle.Write
-	// Apply carries out one effect that is not a driver call.
-	Apply(e lifecycle.Effect) lifecycle.Write
+	// Apply carries out one effect that is not a driver call, and says how
+	// it went, with the error when it failed.
+	Apply(e lifecycle.Effect) (lifecycle.Write, error)
 	// NodeNamed returns the node of that name, or the zero Node (the
 	// stale-node check after CreateMachine).
 	NodeNamed(name string) lifecycle.Node
@@ -92,8 +96,11 @@ func Reconcile(ctx context.Context, cfg *lifecycle.Config, w World, drv driverap
 		for _, e := range d.Effects.Slice() {
 			if e.Kind == lifecycle.KindCallDriver {
 				out.Result = driverapi.Invoke(ctx, drv, d.Call, class)
-			} else if wr := w.Apply(e); wr != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
+			} else if wr, err := w.Apply(e); wr != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
 				out.Stopped = wr
+				if err != nil {
+					out.Error = err.Error()
+				}
 				break
 			}
 			out.Ran++

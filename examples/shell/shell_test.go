@@ -2,6 +2,7 @@ package shell_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -51,9 +52,9 @@ func (w *flakyWorld) SaveStatus(st lifecycle.Status) lifecycle.Write {
 	return w.Cluster.SaveStatus(st)
 }
 
-func (w *flakyWorld) Apply(e lifecycle.Effect) lifecycle.Write {
+func (w *flakyWorld) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 	if r, ok := w.failApply[e.Kind]; ok {
-		return r
+		return r, errors.New("injected failure")
 	}
 	return w.Cluster.Apply(e)
 }
