@@ -218,7 +218,7 @@ func (c *Cluster) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 		}
 		if !e.Force && c.FailDrains > 0 {
 			c.FailDrains--
-			return lifecycle.WriteFailed, errors.New("Cannot evict pod as it would violate the pod's disruption budget")
+			return lifecycle.WriteFailed, errors.New("cannot evict pod as it would violate the pod's disruption budget")
 		}
 		n.Pods = 0
 		if !e.Force {
