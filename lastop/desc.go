@@ -157,11 +157,11 @@ const (
 
 	// DescCreateTimeout is the library's: the machine was not created (no
 	// phase or CrashLoopBackOff) within the creation timeout (MCM #1110).
-	// <elapsed> is the time since creation.
+	// <elapsed> is the configured creation timeout.
 	DescCreateTimeout
 	// DescForeignInstance is the library's: an instance found for the
-	// machine belongs to an earlier creation attempt and is deleted first;
-	// <detail> is its provider ID.
+	// machine's name belongs to another incarnation of the machine (another
+	// UID, seed 002) and is deleted first; <detail> is its provider ID.
 	DescForeignInstance
 	// DescStaleInstanceDeleted is the library's: the instance created on a
 	// stale node object (A5) was deleted at the provider.

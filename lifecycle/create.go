@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
@@ -26,7 +28,18 @@ import (
 
 // create runs a pass of the creation flow.
 func (x *decider) create() {
-	if x.creationExpired() {
+	if x.creating() && x.creationExpired() {
+		st := x.st
+		if st.Stage == StageCreating && st.ProviderID == "" {
+			// A CreateMachine may have run before a crash: look the
+			// instance up once more, so it is recorded before the machine
+			// fails, and deletion finds it.
+			x.ensure = true
+			x.act(RuleCreateTimeoutLookup)
+			x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: st.Attempt})
+			x.requeue(retry.Short)
+			return
+		}
 		x.createTimeout()
 		return
 	}
@@ -37,18 +50,44 @@ func (x *decider) create() {
 	x.lookup()
 }
 
+// creating reports whether the machine is still being created: no phase
+// or CrashLoopBackOff. Pending has its own deadline (H7), and machines past
+// creation never create again.
+func (x *decider) creating() bool {
+	return x.st.Phase == phase.None || x.st.Phase == phase.CrashLoopBackOff
+}
+
 // creationExpired reports whether the creation timeout passed. It counts
-// from the object's creation time, in every phase before Running (MCM #1110).
+// from the object's creation time (MCM #1110).
 func (x *decider) creationExpired() bool {
 	return x.expired(StampOf(x.in.Object.CreationTime), x.cfg.creationTimeout(&x.in.Object))
 }
 
-// createTimeout fails a machine that was not created in time.
+// createTimeout fails a machine that was not created in time. The stage is
+// kept: an instance never initialized stays so, and never becomes Running.
 func (x *decider) createTimeout() {
 	x.rule(RuleCreateTimeout)
-	x.setStage(StageNone)
 	x.fail(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
 		Desc: lastop.DescCreateTimeout, Elapsed: x.cfg.creationTimeout(&x.in.Object)})
+}
+
+// onTimeoutLookup records what the last lookup before the creation timeout
+// found, then fails the machine.
+func (x *decider) onTimeoutLookup(r *driverapi.Result) {
+	code, _ := x.classify(r)
+	if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(r) && r.ProviderID != "" {
+		set(x, &x.st.ProviderID, r.ProviderID)
+		if r.NodeName != "" {
+			set(x, &x.st.NodeName, r.NodeName)
+		}
+	}
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	x.ensure = true
+	x.pin(RuleCreateTimeout)
+	x.createTimeout()
 }
 
 // fail moves the machine to Failed with op, where it waits for its owner
@@ -73,12 +112,19 @@ func (x *decider) lookup() {
 // onLookup decides on GetMachineStatus's answer (rows A1, A7-A10, and the
 // creation of A2-A6).
 func (x *decider) onLookup(r *driverapi.Result) {
+	code, class := x.classify(r)
 	if x.deleting() {
+		// Deletion arrived meanwhile: an instance found is recorded first,
+		// so deletion deletes it by its providerID.
+		if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(r) &&
+			r.ProviderID != "" && x.st.ProviderID == "" {
+			set(x, &x.st.ProviderID, r.ProviderID)
+			set(x, &x.st.NodeName, r.NodeName)
+		}
 		x.delete()
 		return
 	}
 	x.ensure = true
-	code, class := x.classify(r)
 	switch {
 	case class == retry.ClassUndecodable:
 		// A1: nothing is written; the lookup is asked again later.
@@ -97,6 +143,13 @@ func (x *decider) onLookup(r *driverapi.Result) {
 				return
 			}
 			x.proceed(RuleCreateRecorded)
+			return
+		}
+		if !x.creating() {
+			// Past creation and the provider has no instance: never create
+			// again; health decides from the node.
+			x.pin(RuleCreateInstanceMissing)
+			x.health()
 			return
 		}
 		x.createInstance()
@@ -136,11 +189,20 @@ func (x *decider) proceed(r Rule) {
 	x.settle(r)
 }
 
+// foreignResult reports whether a lookup by name, UID and key returned an
+// instance created for another incarnation of the machine (another UID,
+// seed 002). A lookup by a providerID this machine recorded finds its own
+// instance, whatever owner UID the provider reports (a lagging metadata key
+// is repaired, never mistaken, seed 000).
+func (x *decider) foreignResult(r *driverapi.Result) bool {
+	return x.ref().ProviderID == "" && r.OwnerUID != "" && r.OwnerUID != x.in.Object.UID && r.ProviderID != ""
+}
+
 // foreign handles an instance that belongs to another incarnation of the
-// machine (another UID, seed 002): it is never adopted but deleted, and a
-// fresh one is created afterwards. It reports whether it decided.
+// machine: it is never adopted but deleted, and a fresh one is created
+// afterwards. It reports whether it decided.
 func (x *decider) foreign(r *driverapi.Result) bool {
-	if r.OwnerUID == "" || r.OwnerUID == x.in.Object.UID || r.ProviderID == "" {
+	if !x.foreignResult(r) {
 		return false
 	}
 	x.act(RuleCreateForeignInstance)
@@ -238,25 +300,44 @@ func (x *decider) record(providerID, node string, addrs []driverapi.Address, las
 	if lastKnown != "" {
 		set(x, &st.LastKnownState, lastKnown)
 	}
-	if x.cfg.NoTargetCluster && len(addrs) > 0 && !sameAddresses(st.Addresses, addrs) {
-		// Addresses are kept only without a target cluster, as MCM does; the
-		// status shares the result's read-only slice.
-		st.Addresses = addrs
-		x.changed = true
-	}
+	x.addAddresses(addrs)
 	return true
 }
 
-func sameAddresses(a, b []driverapi.Address) bool {
-	if len(a) != len(b) {
-		return false
+// addAddresses merges addresses into the status as MCM's buildAddressStatus
+// does, only without a target cluster: the union of the known ones and the
+// new ones, with Hostname = node name, sorted by type and address. The
+// merged list is a new slice; the inputs are not written.
+func (x *decider) addAddresses(addrs []driverapi.Address) {
+	st := x.st
+	if !x.cfg.NoTargetCluster || (len(addrs) == 0 && st.NodeName == "") {
+		return
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+	merged := make([]driverapi.Address, 0, len(st.Addresses)+len(addrs)+1)
+	add := func(a driverapi.Address) {
+		for _, m := range merged {
+			if m == a {
+				return
+			}
 		}
+		merged = append(merged, a)
 	}
-	return true
+	for _, a := range st.Addresses {
+		add(a)
+	}
+	for _, a := range addrs {
+		add(a)
+	}
+	if st.NodeName != "" {
+		add(driverapi.Address{Type: "Hostname", Address: st.NodeName})
+	}
+	slices.SortStableFunc(merged, func(a, b driverapi.Address) int {
+		return strings.Compare(a.Type+a.Address, b.Type+b.Address)
+	})
+	if !slices.Equal(merged, st.Addresses) {
+		st.Addresses = merged
+		x.changed = true
+	}
 }
 
 // stale reports whether a created instance's node name is taken by a node
@@ -282,9 +363,10 @@ func (x *decider) staleNode(r *driverapi.Result) {
 		set(x, &st.LastKnownState, r.LastKnownState)
 	}
 	x.setStage(StageNone)
-	x.setPhase(phase.Failed)
-	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
-	x.event(RuleCreateStaleNode, true)
+	if x.setPhase(phase.Failed) {
+		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
+		x.event(RuleCreateStaleNode, true)
+	}
 	x.deleteStale()
 }
 
@@ -316,6 +398,7 @@ func (x *decider) onStaleDelete(r *driverapi.Result) {
 		x.createSucceeded()
 		set(x, &st.ProviderID, "")
 		set(x, &st.Flags, st.Flags&^FlagStaleInstance)
+		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleInstanceDeleted})
 		if code == driverapi.OK && r.LastKnownState != "" {
 			set(x, &st.LastKnownState, r.LastKnownState)
 		}
@@ -346,7 +429,7 @@ func (x *decider) initialize(r Rule) {
 // initializes reports whether a decision of rule r may ask InitializeMachine.
 func (r Rule) initializes() bool {
 	switch r {
-	case RuleCreateCreated, RuleCreateUninitialized, RuleCreateAdopted, RuleCreateRecorded, RuleCreateInitialize:
+	case RuleCreateCreated, RuleCreateUninitialized, RuleCreateAdopted, RuleCreateRecorded:
 		return true
 	}
 	return false
@@ -361,6 +444,7 @@ func (x *decider) onInitialize(r *driverapi.Result) {
 	code, class := x.classify(r)
 	switch {
 	case code == driverapi.OK:
+		x.addAddresses(r.Addresses)
 		x.settle(RuleCreatePending)
 	case code == driverapi.Unimplemented:
 		// B3: nothing to initialize.
@@ -447,11 +531,13 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	st := x.st
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
 	if x.creationExpired() {
-		x.setStage(StageNone)
 		x.fail(op)
 		return
 	}
-	if st.Phase != phase.CrashLoopBackOff && x.setPhase(phase.CrashLoopBackOff) {
+	if st.Phase != phase.CrashLoopBackOff {
+		if !x.setPhase(phase.CrashLoopBackOff) {
+			return
+		}
 		x.event(x.d.Rule, true)
 	}
 	x.setOp(op)

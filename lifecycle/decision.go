@@ -166,6 +166,9 @@ const (
 	// AnomalyUndeclaredTransition: a flow asked for a phase change the phase
 	// table does not declare; it was refused.
 	AnomalyUndeclaredTransition
+	// AnomalyForeignNode: the node observed for the machine carries another
+	// instance's providerID; it was ignored.
+	AnomalyForeignNode
 )
 
 // Has reports whether every anomaly of b is in a.
@@ -177,7 +180,7 @@ func (a Anomalies) String() string {
 		return "none"
 	}
 	names := [...]string{"clock-behind", "stale-outcome", "bad-outcome", "unknown-code",
-		"empty-identity", "effects-full", "undeclared-transition"}
+		"empty-identity", "effects-full", "undeclared-transition", "foreign-node"}
 	s := ""
 	for i, n := range names {
 		if a&(1<<i) != 0 {

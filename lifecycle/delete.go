@@ -179,8 +179,8 @@ func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.D
 // label, machine-name label or providerID), else the recorded one, else the
 // machine's node label. "" when none is known.
 func (x *decider) deletionNode() string {
-	if x.in.Node.Found() {
-		return x.in.Node.Name
+	if n := x.node(); n != nil {
+		return n.Name
 	}
 	if x.st.NodeName != "" {
 		return x.st.NodeName
@@ -353,7 +353,7 @@ func (x *decider) volumes() {
 		// S3a.
 		x.rule(RuleDeleteNodeUnreadable)
 		x.requeue(retry.Short)
-	case !x.in.Node.Found():
+	case x.node() == nil:
 		// S3b: MCM quotes the API server's NotFound error.
 		x.advance(RuleDeleteVolumesNodeMissing, lastop.Operation{Type: prev, State: lastop.StateProcessing,
 			Desc: lastop.DescVolumesNodeMissing, Detail: `nodes "` + node + `" not found`}, StageDeleteVM, 0)
@@ -429,7 +429,7 @@ func (x *decider) deleteNode() {
 		// S5c.
 		x.deleteFailed(RuleDeleteNodeUnreadable,
 			deleteOp(lastop.StateFailed, lastop.DescNodeGetFailed, "the node could not be read"), retry.Short, 0)
-	case !x.in.Node.Found():
+	case x.node() == nil:
 		// S5b.
 		x.advance(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)
 	default:

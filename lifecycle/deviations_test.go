@@ -32,9 +32,77 @@ func TestDeviationCreationTimeoutInEveryPreRunningPhase(t *testing.T) {
 
 		in.Now = t0.Add(20*time.Minute + time.Second)
 		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateTimeoutLookup, d.Rule, "a CreateMachine may have run: one last lookup")
+		d = step(t, cfg, then(in, d, undecodable("proxy says no")))
 		require.Equal(t, lifecycle.RuleCreateTimeout, d.Rule, p.Label())
-		require.Equal(t, phase.Failed, d.Status.Phase)
+		require.Equal(t, phase.Failed, d.Status.Phase, "whatever the lookup answered")
 		require.Equal(t, driverapi.MethodNone, d.Call.Method, "no driver call once timed out")
+	}
+}
+
+// A machine with no phase and no creation intent fails at once.
+func TestCreationTimeoutWithoutIntentFailsAtOnce(t *testing.T) {
+	in := newInput()
+	in.Now = t0.Add(21 * time.Minute)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, lifecycle.RuleCreateTimeout, d.Rule)
+	require.Equal(t, phase.Failed, d.Status.Phase)
+}
+
+// The last lookup before the timeout records an instance a crashed
+// CreateMachine made, so deletion deletes it by providerID, and the machine
+// never becomes Running: it was never initialized.
+func TestCreationTimeoutRecordsTheInstanceAndNeverRuns(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	in.Status.Stage = lifecycle.StageCreating
+	in.Now = t0.Add(21 * time.Minute)
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateTimeoutLookup, d.Rule)
+	in = then(in, d, ok(providerID, nodeName))
+	d = step(t, cfg, in)
+	require.Equal(t, phase.Failed, d.Status.Phase)
+	require.Equal(t, providerID, d.Status.ProviderID)
+	require.Equal(t, lifecycle.StageCreating, d.Status.Stage, "initialization never succeeded")
+
+	in.Status, in.Outcome = d.Status, nil
+	in.Node = healthyNode()
+	in.Node.Taints = lifecycle.InstanceNotReady
+	d = step(t, cfg, in)
+	require.Equal(t, phase.Failed, d.Status.Phase, "not Running without initialization")
+	require.NotContains(t, d.Lines(), "remove-taint node-vm-1 "+lifecycle.TaintInstanceNotReady)
+
+	in.Object.DeletionTime = in.Now
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	require.Equal(t, providerID, d.Status.ProviderID)
+}
+
+// Machines past creation are never timed out by the creation timeout, nor
+// created again: a Running or Unknown machine older than the timeout,
+// without a recorded providerID, adopts its instance and goes on with health.
+func TestPastCreationNeverTimesOutOrCreates(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	for _, p := range []phase.Phase{phase.Running, phase.Unknown} {
+		in := runningInput()
+		in.Status.Phase = p
+		in.Status.PhaseSince = lifecycle.StampOf(in.Now.Add(-time.Minute))
+		in.Status.ProviderID, in.Object.ProviderID = "", ""
+		if p == phase.Unknown {
+			in.Node = notReadyNode()
+			in.Status.Conditions = in.Node.Conditions
+		}
+		d := step(t, cfg, in)
+		require.Equal(t, p, d.Status.Phase, p.Label())
+		require.Equal(t, providerID, d.Status.ProviderID, "adopted from the node")
+
+		in.Node.ProviderID = ""
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+		d = step(t, cfg, then(in, d, notFound))
+		require.Equal(t, lifecycle.RuleCreateInstanceMissing, d.Rule)
+		require.NotEqual(t, driverapi.MethodCreate, d.Call.Method)
+		require.Equal(t, p, d.Status.Phase)
 	}
 }
 
@@ -174,10 +242,125 @@ func TestDeviationForeignIncarnationNeverAdopted(t *testing.T) {
 	require.Equal(t, "fake:///eu-1/vm-old", d.Call.Machine.ProviderID)
 	require.Empty(t, d.Status.ProviderID, "never recorded as this machine's")
 
-	d = step(t, cfg, then(lastInput(in, ds, old), d, driverapi.Result{}))
+	next := then(lastInput(in, ds, old), d, driverapi.Result{})
+	d = step(t, cfg, next)
 	require.Equal(t, lifecycle.RuleCreateForeignDeleted, d.Rule)
 	require.Equal(t, driverapi.MethodGetStatus, d.Call.Method)
 	require.Equal(t, "uid-1/1", d.Call.IdempotencyKey(), "a fresh key for the new instance")
+	// The lookup's answer is taken: the new instance is created on the new key.
+	d = step(t, cfg, then(next, d, notFound))
+	require.Equal(t, lifecycle.RuleCreateVMNotFound, d.Rule)
+	require.Zero(t, d.Anomalies, "no outcome discarded")
+	require.Equal(t, "uid-1/1", d.Call.IdempotencyKey())
+}
+
+// Seed 000: an instance found by the providerID this machine recorded is
+// its own, whatever owner UID the provider reports (a lagging metadata key);
+// it is never deleted as another incarnation's.
+func TestLaggingOwnerUIDIsNotAnotherIncarnation(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := withIdentity(newInput(), phase.CrashLoopBackOff)
+	in.Status.Stage = lifecycle.StageInitializing
+	d := step(t, cfg, in)
+	require.Equal(t, providerID, d.Call.Machine.ProviderID, "looked up by the recorded providerID")
+	lagging := ok(providerID, nodeName)
+	lagging.OwnerUID = "uid-0"
+	d = step(t, cfg, then(in, d, lagging))
+	require.Equal(t, driverapi.MethodInitialize, d.Call.Method)
+	require.NotEqual(t, lifecycle.RuleCreateForeignInstance, d.Rule)
+}
+
+// A leftover node of an earlier machine with the same name (found by its
+// machine-name label) carries another providerID: the machine does not join
+// on it, its bootstrap token is kept, and deletion neither drains nor
+// deletes it.
+func TestAnotherInstancesNodeIsIgnored(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Node = healthyNode()
+	in.Node.Name, in.Node.ProviderID = "old-node", "fake:///eu-1/vm-OLD"
+	in.TokenExists = true
+	d := step(t, cfg, in)
+	require.Equal(t, phase.Pending, d.Status.Phase)
+	require.True(t, d.Anomalies.Has(lifecycle.AnomalyForeignNode))
+	require.Empty(t, d.Lines(), "no token deletion, no label on the foreign node")
+	require.Empty(t, d.Status.Conditions, "its conditions are not mirrored")
+
+	in.Object.DeletionTime = in.Now
+	in.Status.Phase, in.Status.Stage = phase.Terminating, lifecycle.StageDrain
+	in.Status.NodeName = nodeName
+	d = step(t, cfg, in)
+	for _, l := range d.Lines() {
+		require.NotContains(t, l, "old-node")
+	}
+}
+
+// MCM's isHealthy: a node without a Ready condition is healthy when the
+// watched conditions are False.
+func TestHealthyFollowsMCMWithoutReadyCondition(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Node = healthyNode()
+	in.Node.Conditions = []lifecycle.Condition{{Type: "DiskPressure", Status: lifecycle.ConditionFalse}}
+	d := lifecycle.Step(lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Running, d.Status.Phase)
+}
+
+// A create error after the creation timeout fails the machine with the
+// provider's message (A2's getCreateFailurePhase).
+func TestCreateErrorPastTheDeadlineIsFailed(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	in.Now = t0.Add(19*time.Minute + 59*time.Second)
+	d := step(t, cfg, in)
+	in = then(in, d, unimplemented)
+	d = step(t, cfg, in)
+	require.Equal(t, driverapi.MethodCreate, d.Call.Method, "Unimplemented lookup creates")
+	in = then(in, d, fail(driverapi.ResourceExhausted, "quota exceeded"))
+	in.Now = t0.Add(20*time.Minute + time.Second)
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateResourceExhausted, d.Rule)
+	require.Equal(t, phase.Failed, d.Status.Phase)
+	require.Equal(t, "ResourceExhausted", d.Status.LastOp.ErrorCode)
+	require.Equal(t, "Cloud provider message - machine codes error: code = [ResourceExhausted] message = [quota exceeded]",
+		lifecycle.Describe(&d.Status, machineName))
+}
+
+// Without a target cluster the addresses of CreateMachine and
+// InitializeMachine are merged as MCM does: deduplicated, with the node
+// name as Hostname, sorted by type and address.
+func TestAddressesMergedWithoutTargetCluster(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.NoTargetCluster = true
+	in := newInput()
+	created := ok(providerID, nodeName)
+	created.Addresses = []driverapi.Address{{Type: "InternalIP", Address: "10.0.0.7"}}
+	initialized := driverapi.Result{Addresses: []driverapi.Address{{Type: "ExternalIP", Address: "1.2.3.4"},
+		{Type: "InternalIP", Address: "10.0.0.7"}}}
+	ds := run(t, cfg, in, notFound, created, initialized)
+	require.Equal(t, []driverapi.Address{{Type: "ExternalIP", Address: "1.2.3.4"},
+		{Type: "Hostname", Address: nodeName}, {Type: "InternalIP", Address: "10.0.0.7"}}, ds[3].Status.Addresses)
+	require.Equal(t, phase.Available, ds[3].Status.Phase)
+}
+
+// Deletion after a crash right after CreateMachine finds the instance by
+// the creation key and records it before deleting it.
+func TestDeletionAfterACrashedCreateFindsTheInstance(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in.Status = ds[1].Status // the intent was saved; the shell crashed after the call
+	in.Object.DeletionTime = in.Now
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	in = then(in, d, driverapi.Result{})
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteLookup, d.Rule)
+	require.Equal(t, "uid-1/0", d.Call.IdempotencyKey())
+	d = step(t, cfg, then(in, d, ok(providerID, nodeName)))
+	require.Equal(t, providerID, d.Status.ProviderID)
+	require.Equal(t, nodeName, d.Status.NodeName)
 }
 
 // MCM #1035: deletion that arrives while CreateMachine is in flight. The

@@ -9,8 +9,9 @@
 // clock, performs I/O, starts a goroutine, keeps global state or panics, and
 // it never changes its input. The same input gives the same decision.
 //
-// Behaviour follows the decision tables of Gardener's
-// machine-controller-manager (MCM) row by row, except for the deviations
+// The flows are creation and initialization (create.go), health
+// (health.go) and deletion (delete.go). Behaviour follows the decision
+// tables of Gardener's machine-controller-manager (MCM) row by row, except for the deviations
 // listed in doc/mcm-compat.md, each of which fixes an MCM issue. Every
 // decision names its [Rule], a stable identifier such as
 // "create.vm-not-found".
@@ -87,16 +88,24 @@
 // examples/inmemory implements this loop in full against an in-memory
 // provider.
 //
+// # The fleet
+//
+// Decisions that concern more than one machine are pure fleet functions:
+// [Limit] decides which unhealthy machines may be marked Failed now
+// (meltdown protection), once per owner per fleet pass, and each machine's
+// [Grant] goes into its Input.
+//
 // # What the input holds
 //
 // [Input] documents each observed field and how the shell fills it: the
 // machine object's fields ([Object]), the lifecycle's persisted [Status],
 // the machine's node ([Node], found by the machine's node label, else by the
-// node's machine-name label, else by providerID), the node a CreateMachine
-// named, whether the bootstrap token exists, whether the observer (API
-// server, cloud API) is degraded and since when, a problem found before
-// asking (an invalid machine, a missing class), and the [Outcome] of the
-// previous decision.
+// node's machine-name label, else by providerID; a node carrying another
+// instance's providerID is ignored), whether it could be read, its live
+// volume attachments, the node a CreateMachine named, whether the bootstrap
+// token exists, whether the observer (API server, cloud API) is degraded and
+// since when, a problem found before asking (an invalid machine, a missing
+// class), the fleet's [Grant], and the [Outcome] of the previous decision.
 //
 // # Bad input
 //

@@ -17,34 +17,36 @@ import (
 // health runs a pass of the health flow.
 func (x *decider) health() {
 	x.ensure = true
-	st, n := x.st, &x.in.Node
+	st := x.st
 	if x.in.NodeReadFailed {
 		// H0: nothing is concluded from a node that could not be read.
 		x.rule(RuleHealthNodeUnreadable)
 		x.requeue(retry.Short)
 		return
 	}
-	if n.Found() && !sameConditions(st.Conditions, n.Conditions) {
+	n := x.node()
+	found := n != nil
+	if found && !sameConditions(st.Conditions, n.Conditions) {
 		// H2: mirror the node's conditions (the status shares the input's
 		// read-only slice).
 		st.Conditions = n.Conditions
 		x.changed = true
 		x.rule(RuleHealthConditions)
 	}
-	healthy := n.Found() && x.healthy(n.Conditions)
+	healthy := found && x.healthy(n.Conditions)
 	switch {
 	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
 		st.Phase != phase.InPlaceUpdateFailed &&
 		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)):
 		x.becomeRunning()
-	case n.Found() && !healthy && st.Phase == phase.Running:
+	case found && !healthy && st.Phase == phase.Running:
 		// H4: the node is unhealthy.
 		x.rule(RuleHealthUnhealthy)
 		if x.setPhase(phase.Unknown) {
 			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: lastop.DescUnhealthy})
 			x.event(RuleHealthUnhealthy, true)
 		}
-	case !n.Found() && st.Phase == phase.Running && len(st.Conditions) > 0:
+	case !found && st.Phase == phase.Running && len(st.Conditions) > 0:
 		// H1: the node went missing.
 		x.rule(RuleHealthNodeMissing)
 		if x.setPhase(phase.Unknown) {
@@ -71,20 +73,18 @@ func (x *decider) health() {
 	}
 }
 
-// healthy is MCM's isHealthy: Ready is True and no condition of the
-// configured types has a status other than False. Without conditions a node
-// is not healthy.
+// healthy is MCM's isHealthy: a node with conditions, none of them a Ready
+// that is not True, and none of the configured types with a status other
+// than False. Without conditions a node is not healthy.
 func (x *decider) healthy(conds []Condition) bool {
 	if len(conds) == 0 {
 		return false
 	}
-	ready := false
 	watched := x.cfg.nodeConditions(&x.in.Object)
 	for i := range conds {
 		c := &conds[i]
 		if c.Type == ConditionReady {
-			ready = c.Status == ConditionTrue
-			if !ready {
+			if c.Status != ConditionTrue {
 				return false
 			}
 			continue
@@ -93,7 +93,7 @@ func (x *decider) healthy(conds []Condition) bool {
 			return false
 		}
 	}
-	return ready
+	return true
 }
 
 func contains(list []string, s string) bool {
@@ -123,6 +123,11 @@ func sameConditions(a, b []Condition) bool {
 func (x *decider) becomeRunning() {
 	st := x.st
 	from := st.Phase
+	if st.ProviderID == "" || st.Stage.creating() {
+		// Never Running without a recorded instance that was initialized:
+		// the startup taint stays on its node (seed 001).
+		return
+	}
 	if !x.setPhase(phase.Running) {
 		return
 	}
@@ -147,7 +152,7 @@ func (x *decider) becomeRunning() {
 // removed, the bootstrap token deleted, the machine-name label set. Each is
 // emitted again while the observation still shows it, so a crash loses none.
 func (x *decider) running() {
-	n := &x.in.Node
+	n := x.node()
 	if x.d.Rule == RuleNone {
 		x.rule(RuleHealthy)
 	}
@@ -157,7 +162,7 @@ func (x *decider) running() {
 		// them yet. They are emitted again on the next pass if still needed.
 		return
 	}
-	if n.Found() {
+	if n != nil {
 		if n.Taints.Has(InstanceNotReady) {
 			x.syncRule()
 			x.emit(Effect{Kind: KindRemoveTaint, Node: n.Name, Key: TaintInstanceNotReady})
@@ -251,8 +256,7 @@ func (x *decider) onConfirm(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	n := &x.in.Node
-	if n.Found() && x.healthy(n.Conditions) {
+	if n := x.node(); n != nil && x.healthy(n.Conditions) {
 		// Recovered while the provider was asked.
 		x.health()
 		return

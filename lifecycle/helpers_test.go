@@ -96,7 +96,8 @@ func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
 	}
 	require.True(t, phase.Allowed(in.Status.Phase, d.Status.Phase),
 		"undeclared phase change %s -> %s", in.Status.Phase.Label(), d.Status.Phase.Label())
-	if d.Rule != lifecycle.RuleNoMachine {
+	require.False(t, d.Anomalies.Has(lifecycle.AnomalyUndeclaredTransition), "a flow asked for an undeclared phase change")
+	if d.Rule != lifecycle.RuleNoMachine && d.Rule != lifecycle.RuleDeleteDone {
 		require.Positive(t, d.Requeue, "every pass ends with a positive requeue")
 	}
 	require.True(t, d.Rule.Valid(), "rule %v", d.Rule)
@@ -115,6 +116,15 @@ func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
 	}
 	if d.Status.Phase == phase.Running && d.Status.Phase != in.Status.Phase {
 		require.True(t, in.Node.Found(), "Running without a node")
+		require.True(t, in.Node.ProviderID == "" || in.Node.ProviderID == d.Status.ProviderID, "Running on another instance's node")
+		require.NotEmpty(t, d.Status.ProviderID, "Running without a recorded instance")
+		ready := false
+		for _, c := range in.Node.Conditions {
+			if c.Type == "Ready" {
+				ready = c.Status == lifecycle.ConditionTrue
+			}
+		}
+		require.True(t, ready, "Running without a Ready node")
 	}
 }
 

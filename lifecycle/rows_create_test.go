@@ -347,6 +347,7 @@ func TestCreationRowsPhaseB(t *testing.T) {
 				in := withIdentity(fresh(), phase.Running)
 				in.Status.ProviderID, in.Object.ProviderID = "", ""
 				in.Node = healthyNode()
+				in.Node.ProviderID = "" // nothing names the instance: the provider is asked
 				in.Status.Conditions = in.Node.Conditions
 				return in
 			},

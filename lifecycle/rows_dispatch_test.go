@@ -52,7 +52,7 @@ func TestDispatchRows(t *testing.T) {
 				effects: []string{"event Normal MachineTerminating (delete.begins)"}},
 		},
 		{
-			name: "D3 deletion while a creation is in flight proceeds from the persisted stage (deviation: MCM #1035)",
+			name: "D3 deletion while a creation is in flight proceeds; the instance is found by the creation key (deviation: MCM #1035)",
 			in: func() lifecycle.Input {
 				in := newInput()
 				in.Status.Stage = lifecycle.StageCreating
@@ -144,15 +144,25 @@ func TestDispatchRows(t *testing.T) {
 			want: want{rule: lifecycle.RuleCreateLookup, phase: phase.CrashLoopBackOff, period: retry.Short, effects: []string{lookupCall}},
 		},
 		{
-			name: "D9 no providerID recorded past creation: creation flow finds the instance",
+			name: "D9 no providerID recorded past creation, none on the node: the provider is asked",
 			in: func() lifecycle.Input {
 				in := running
 				in.Status.ProviderID = ""
 				in.Object.ProviderID = ""
+				in.Node.ProviderID = ""
 				return in
 			},
 			want: want{rule: lifecycle.RuleCreateLookup, phase: phase.Running, op: joined, period: retry.Short,
 				effects: []string{"call GetMachineStatus machine-1 uid=uid-1 key=uid-1/0"}},
+		},
+		{
+			name: "D9 no providerID recorded past creation: adopted from spec.providerID, health goes on (deviation: no lookup needed)",
+			in: func() lifecycle.Input {
+				in := running
+				in.Status.ProviderID = ""
+				return in
+			},
+			want: want{rule: lifecycle.RuleCreateRecorded, phase: phase.Running, op: joined, period: retry.Long, changed: true},
 		},
 		{
 			name: "D10 otherwise: Long (an Available machine)",

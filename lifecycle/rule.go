@@ -48,7 +48,7 @@ const (
 	RuleClassNotReady
 	// RuleInvalidNodeTemplate: the class's node template is invalid (D6).
 	RuleInvalidNodeTemplate
-	// RuleIdle: nothing to do until the next resync (D10, B9).
+	// RuleIdle: nothing to do until the next resync (D10).
 	RuleIdle
 	// RuleAwaitReplacement: the machine is Failed; its owner replaces it.
 	RuleAwaitReplacement
@@ -103,9 +103,6 @@ const (
 	// RuleCreateForeignDeleted: the other incarnation's instance is gone;
 	// create afresh with a new idempotency key.
 	RuleCreateForeignDeleted
-	// RuleCreateInitialize: InitializeMachine must run (again) for the
-	// recorded instance.
-	RuleCreateInitialize
 	// RuleCreateInitUnimplemented: InitializeMachine is not implemented;
 	// nothing to initialize (B3).
 	RuleCreateInitUnimplemented
@@ -126,6 +123,14 @@ const (
 	// RuleCreateBackoff: a creation step failed; waiting for its retry time
 	// (Status.RetryAfter).
 	RuleCreateBackoff
+	// RuleCreateTimeoutLookup: the creation timed out while a CreateMachine
+	// may have run; look the instance up once more before failing, so it is
+	// recorded.
+	RuleCreateTimeoutLookup
+	// RuleCreateInstanceMissing: a machine past creation has no recorded
+	// instance and the provider has none; it is never created again, health
+	// decides (MCM D9 would create a new VM).
+	RuleCreateInstanceMissing
 
 	// RuleHealthWaitJoin: Pending; waiting for the node to join and turn
 	// healthy (H11).
@@ -344,8 +349,6 @@ func (r Rule) info() ruleInfo {
 		return ruleInfo{"create.foreign-instance", "the instance belongs to another incarnation; deleting it", "ForeignInstance"}
 	case RuleCreateForeignDeleted:
 		return ruleInfo{"create.foreign-deleted", "the other incarnation's instance is gone; creating afresh", ""}
-	case RuleCreateInitialize:
-		return ruleInfo{"create.initialize", "initializing the recorded instance", ""}
 	case RuleCreateInitUnimplemented:
 		return ruleInfo{"create.init-unimplemented", "the provider needs no initialization", ""}
 	case RuleCreateInitUndecodable:
@@ -358,6 +361,10 @@ func (r Rule) info() ruleInfo {
 		return ruleInfo{"create.available", "the instance is ready; no target cluster to join", "MachineAvailable"}
 	case RuleCreateTimeout:
 		return ruleInfo{"create.timeout", "the machine was not created within the creation timeout", "MachineFailed"}
+	case RuleCreateTimeoutLookup:
+		return ruleInfo{"create.timeout-lookup", "creation timed out; looking the instance up before failing", ""}
+	case RuleCreateInstanceMissing:
+		return ruleInfo{"create.instance-missing", "past creation the provider has no instance; not creating again", ""}
 	case RuleCreateBackoff:
 		return ruleInfo{"create.backoff", "waiting to retry a failed creation step", ""}
 	case RuleHealthWaitJoin:

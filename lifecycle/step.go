@@ -172,6 +172,8 @@ func (x *decider) outcome() bool {
 	switch {
 	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateLookup:
 		x.onLookup(r)
+	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateTimeoutLookup:
+		x.onTimeoutLookup(r)
 	case r.Method == driverapi.MethodCreate && rule == RuleCreateVMNotFound:
 		x.onCreate(r)
 	case r.Method == driverapi.MethodInitialize && rule.initializes():
@@ -228,19 +230,41 @@ func (x *decider) dispatch() {
 		x.discardStale()
 	case st.Phase == phase.Failed:
 		x.health()
-	case st.Stage.creating(), st.Phase == phase.None, st.Phase == phase.CrashLoopBackOff:
+	case st.Phase == phase.None, st.Phase == phase.CrashLoopBackOff, st.Stage.creating():
 		x.create()
 	case st.Phase == phase.Available, st.Phase == phase.Terminating:
 		// Available has no node to watch (D10). Terminating without a
 		// deletion time is a machine its owner is about to delete.
 		x.idle()
 	case st.ProviderID == "":
-		// A machine past creation without a recorded instance (adopted from
-		// elsewhere): find its instance again (D9).
-		x.create()
+		// A machine past creation without a recorded instance, adopted
+		// from elsewhere (D9).
+		x.adoptIdentity()
 	default:
 		x.health()
 	}
+}
+
+// adoptIdentity records the instance of a machine past creation whose
+// status names none: from spec.providerID, else from its node, and goes on
+// with health. Only when neither names one is the provider asked (D9, A7,
+// A10); a machine past creation is never created again.
+func (x *decider) adoptIdentity() {
+	o, st := &x.in.Object, x.st
+	pid, node := o.ProviderID, o.NodeLabel
+	if pid == "" && x.in.Node.Found() && x.in.Node.ProviderID != "" {
+		pid, node = x.in.Node.ProviderID, x.in.Node.Name
+	}
+	if pid == "" {
+		x.create()
+		return
+	}
+	x.pin(RuleCreateRecorded)
+	set(x, &st.ProviderID, pid)
+	if st.NodeName == "" {
+		set(x, &st.NodeName, node)
+	}
+	x.health()
 }
 
 func (x *decider) problem(r Rule, period time.Duration) {
@@ -462,6 +486,22 @@ func (x *decider) maxBackoff() time.Duration {
 func (x *decider) retryLater() {
 	set(x, &x.st.RetryAfter, x.now.Add(x.d.Requeue))
 	x.wait(WaitRetry, x.st.StageSince, x.st.RetryAfter)
+}
+
+// node returns the observed node when it is this machine's. A node that
+// carries the providerID of another instance (a leftover of an earlier
+// machine with the same name, found by its machine-name label) is not, and
+// is neither joined, drained nor deleted.
+func (x *decider) node() *Node {
+	n := &x.in.Node
+	if !n.Found() {
+		return nil
+	}
+	if n.ProviderID != "" && x.st.ProviderID != "" && n.ProviderID != x.st.ProviderID {
+		x.anomaly(AnomalyForeignNode)
+		return nil
+	}
+	return n
 }
 
 // elapsed returns now - since, clamped at zero for a clock behind since.

@@ -70,17 +70,26 @@ func (p *Provider) find(ref driverapi.MachineRef, key string) *Instance {
 	if ref.ProviderID != "" {
 		return p.instances[ref.ProviderID]
 	}
-	var byName *Instance
-	for _, i := range p.instances {
+	// Deterministic: instances in providerID order; the key wins, then the
+	// machine's own UID, then any instance of that name.
+	var byUID, byName *Instance
+	for _, inst := range p.Instances() {
+		i := p.instances[inst.ProviderID]
 		if i.MachineName != ref.Name {
 			continue
 		}
 		if key != "" && i.Key == key {
 			return i
 		}
-		if i.OwnerUID == ref.UID || byName == nil {
+		if i.OwnerUID == ref.UID && byUID == nil {
+			byUID = i
+		}
+		if byName == nil {
 			byName = i
 		}
+	}
+	if byUID != nil {
+		return byUID
 	}
 	return byName
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // World reads and writes what the lifecycle of one machine touches outside
@@ -90,6 +91,13 @@ func Reconcile(ctx context.Context, cfg *lifecycle.Config, w World, drv driverap
 			return pass
 		}
 		if d.Done() {
+			break
+		}
+		if step == lifecycle.MaxStepsPerPass-1 {
+			// No step is left to feed this decision's outcome back: carry
+			// out nothing (its status, if changed, is saved and will be
+			// acted on next pass) and come back soon.
+			d.Requeue = retry.Short
 			break
 		}
 		// 2. Effects in order, stopping at the first failure.

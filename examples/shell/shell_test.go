@@ -98,3 +98,54 @@ func TestCrashHookEndsThePass(t *testing.T) {
 	require.Equal(t, 1, p.Creates)
 	require.Equal(t, phase.Pending, c.Machine.Status.Phase)
 }
+
+// laggingWorld shows each pass a node snapshot taken when the pass began,
+// as an informer cache that lags the shell's own writes.
+type laggingWorld struct {
+	*memworld.Cluster
+	snapshot map[string]memworld.Node
+	writes   int
+}
+
+func (w *laggingWorld) Observe(now time.Time) lifecycle.Input {
+	in := w.Cluster.Observe(now)
+	if n, ok := w.snapshot[in.Node.Name]; ok {
+		in.Node = n.Node
+		in.Node.MachineName = n.Labels[lifecycle.MachineNameLabel]
+	}
+	return in
+}
+
+func (w *laggingWorld) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
+	if e.Kind == lifecycle.KindRemoveTaint || e.Kind == lifecycle.KindLabelNode {
+		w.writes++
+	}
+	return w.Cluster.Apply(e)
+}
+
+// Node writes are carried out once per pass even when the shell's node
+// cache does not show them yet.
+func TestLaggingNodeCacheWritesOncePerPass(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	p := memworld.NewProvider()
+	c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
+	now := t0
+	for i := 0; i < 6 && c.Machine.Status.Phase != phase.Running; i++ {
+		c.Tick(now)
+		pass := shell.Reconcile(context.Background(), &cfg, c, p, driverapi.Class{}, now, shell.Hooks{})
+		now = now.Add(pass.Requeue)
+	}
+	require.Equal(t, phase.Running, c.Machine.Status.Phase)
+	// Put the startup taint back and freeze the cache with it.
+	for _, n := range c.Nodes {
+		n.Taints |= lifecycle.InstanceNotReady
+		n.Labels = map[string]string{}
+	}
+	w := &laggingWorld{Cluster: c, snapshot: map[string]memworld.Node{}}
+	for name, n := range c.Nodes {
+		w.snapshot[name] = *n
+	}
+	pass := shell.Reconcile(context.Background(), &cfg, w, p, driverapi.Class{}, now, shell.Hooks{})
+	require.Equal(t, 2, w.writes, "one taint removal and one label, not one per step")
+	require.Less(t, len(pass.Decisions), lifecycle.MaxStepsPerPass)
+}
