@@ -3,6 +3,7 @@ package driverapi
 import (
 	"context"
 	"strconv"
+	"time"
 )
 
 // Method names one Driver method. The zero value, MethodNone, names none.
@@ -109,6 +110,10 @@ type Instance struct {
 	// OwnerUID is the UID of the machine the instance was created for, ""
 	// when the provider cannot tell.
 	OwnerUID string
+	// Created is when the instance was created; zero when the provider
+	// cannot tell. Orphan collection leaves young instances alone (they may
+	// belong to a creation the shell's caches do not show yet).
+	Created time.Time
 }
 
 // CreateMachineRequest asks for an instance for Machine.
@@ -292,7 +297,9 @@ type UpdateMetadataResponse struct{}
 // A provider embeds UnimplementedDriver and overrides the methods it supports.
 type Driver interface {
 	// CreateMachine creates an instance for req.Machine at req.Generation
-	// carrying req.Metadata, and returns its identity. It must be
+	// carrying req.Metadata, with req.Machine.UID as its owner (reported by
+	// GetMachineStatus and ListMachines as OwnerUID), and returns its
+	// identity. It must be
 	// idempotent for the same IdempotencyKey: a repeated call (after a
 	// timeout, a crash or a lost status write) returns the instance the
 	// first call created instead of creating another. On an error it may
@@ -336,9 +343,10 @@ type Driver interface {
 	// it silently. Transient codes are retried with backoff.
 	UpdateMachine(ctx context.Context, req *UpdateMachineRequest) (*UpdateMachineResponse, error)
 	// UpdateMetadata sets req.Set and removes req.Remove on the instance's
-	// metadata, touching nothing else. It may drop some changes silently
-	// (eventual consistency, tag limits); the caller never trusts OK alone
-	// and verifies with GetMachineStatus.
+	// metadata, and records req.Machine.UID as the instance's owner (the UID
+	// GetMachineStatus reports as OwnerUID), touching nothing else. It may
+	// drop some changes silently (eventual consistency, tag limits); the
+	// caller never trusts OK alone and verifies with GetMachineStatus.
 	UpdateMetadata(ctx context.Context, req *UpdateMetadataRequest) (*UpdateMetadataResponse, error)
 }
 

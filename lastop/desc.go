@@ -177,7 +177,7 @@ const (
 	// because the observer (API server or cloud API) is degraded.
 	DescObserverDegraded
 	// DescHotUpdateApplied is the library's: a hot update (Driver.UpdateMachine)
-	// was applied; <detail> is the spec generation.
+	// was applied (the lifecycle status records the generation).
 	DescHotUpdateApplied
 	// DescHotUpdateFailed is the library's: a hot update failed and is
 	// retried; <detail> is the driver error's text.
@@ -188,7 +188,7 @@ const (
 	// DescMetadataSynced is the library's: instance metadata matches the spec.
 	DescMetadataSynced
 	// DescMetadataPending is the library's: instance metadata differs and is
-	// being patched; <detail> names the difference.
+	// being patched; <detail> names the differing keys.
 	DescMetadataPending
 
 	descCount
@@ -324,7 +324,7 @@ func (d Desc) info() (id, format string) {
 	case DescObserverDegraded:
 		return "observer-degraded", "Machine <machine> health timeout paused: observer degraded"
 	case DescHotUpdateApplied:
-		return "hot-update-applied", "Machine <machine> hot update to generation <detail> applied"
+		return "hot-update-applied", "Machine <machine> hot update applied"
 	case DescHotUpdateFailed:
 		return "hot-update-failed", "Hot update failed due to - <detail>. Will retry"
 	case DescNeedsReplacement:

@@ -131,7 +131,7 @@ func descCases() []descCase {
 		{desc: DescWaitingForReplacementGrant, elapsed: 12 * time.Minute,
 			want: "Machine worker-a-5f7c9-xk2lp health checks failing since last 12m0s; waiting for the fleet limiter to allow its replacement"},
 		{desc: DescObserverDegraded, want: "Machine worker-a-5f7c9-xk2lp health timeout paused: observer degraded"},
-		{desc: DescHotUpdateApplied, detail: "7", want: "Machine worker-a-5f7c9-xk2lp hot update to generation 7 applied"},
+		{desc: DescHotUpdateApplied, want: "Machine worker-a-5f7c9-xk2lp hot update applied"},
 		{desc: DescHotUpdateFailed, detail: "machine codes error: code = [Aborted] message = [busy]",
 			want: "Hot update failed due to - machine codes error: code = [Aborted] message = [busy]. Will retry"},
 		{desc: DescNeedsReplacement, detail: "machine type changed",

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
 )
@@ -65,10 +64,9 @@ func TestCreationHappyPathAllocatesNothing(t *testing.T) {
 // A healthy Running machine, the most common decision of all.
 func TestHealthyRunningAllocatesNothing(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
-	in := withIdentity(newInput(), phase.Running)
-	in.Node = healthyNode()
-	in.Status.Conditions = in.Node.Conditions
-	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined}
+	in := runningInput()
+	in.Object.Metadata = map[string]string{"team": "a", "pool": "web"}
+	in.Status.Metadata = map[string]string{"team": "a", "pool": "web"}
 	var d lifecycle.Decision
 	require.Zero(t, testing.AllocsPerRun(500, func() { d = lifecycle.Step(cfg, in) }))
 	require.Equal(t, lifecycle.RuleHealthy, d.Rule)
@@ -89,10 +87,7 @@ func BenchmarkStepCreationHappyPath(b *testing.B) {
 
 func BenchmarkStepHealthyRunning(b *testing.B) {
 	cfg := lifecycle.DefaultConfig()
-	in := withIdentity(newInput(), phase.Running)
-	in.Node = healthyNode()
-	in.Status.Conditions = in.Node.Conditions
-	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined}
+	in := runningInput()
 	b.Run("value", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -106,4 +101,17 @@ func BenchmarkStepHealthyRunning(b *testing.B) {
 			lifecycle.StepInto(&d, &cfg, &in)
 		}
 	})
+}
+
+// A hot update: the UpdateMachine decision and its successful outcome.
+func TestHotUpdateAllocatesNothing(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := updatingInput()
+	d := lifecycle.Step(cfg, in)
+	next := then(in, d, driverapi.Result{})
+	for _, input := range []lifecycle.Input{in, next} {
+		var out lifecycle.Decision
+		require.Zero(t, testing.AllocsPerRun(200, func() { lifecycle.StepInto(&out, &cfg, &input) }), out.Rule.String())
+	}
+	require.Equal(t, lifecycle.RuleUpdateApplied, lifecycle.Step(cfg, next).Rule)
 }

@@ -58,6 +58,11 @@ type Config struct {
 	// Retry maps outcome classes to retry periods and adds backoff and
 	// jitter (retry.DefaultPolicy: ResourceExhausted retried Long).
 	Retry retry.Policy
+	// VerifyOwner makes the metadata sub-flow check that the instance
+	// carries the machine's UID as its owner (GetMachineStatus's OwnerUID),
+	// and repair it with UpdateMetadata (seed 000). Turn it off for
+	// providers that cannot report owners.
+	VerifyOwner bool
 }
 
 // DefaultConfig returns MCM's defaults (table a.6).
@@ -70,6 +75,7 @@ func DefaultConfig() Config {
 		NodeConditions:  DefaultNodeConditions(),
 		WaitCheck:       time.Minute,
 		Retry:           retry.DefaultPolicy(),
+		VerifyOwner:     true,
 
 		Replacements:       ReplacementLimit{Count: 1},
 		ForceDrainAfter:    5 * time.Minute,

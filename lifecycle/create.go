@@ -165,6 +165,10 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		if !x.record(r.ProviderID, r.NodeName, r.Addresses, "") {
 			return
 		}
+		set(x, &x.st.OwnerUID, r.OwnerUID)
+		if r.Generation > 0 {
+			set(x, &x.st.AppliedGeneration, r.Generation)
+		}
 		if code == driverapi.Uninitialized {
 			// A8: the instance exists but must be initialized (again).
 			x.initialize(rule)
@@ -241,13 +245,20 @@ func (x *decider) onForeignDelete(r *driverapi.Result) {
 // The status is saved before the call, so a crash after it is recognised.
 func (x *decider) createInstance() {
 	x.act(RuleCreateVMNotFound)
+	o, st := &x.in.Object, x.st
+	if st.Stage != StageCreating {
+		// The intent names the generation the instance is created at; a
+		// retry on the same key asks the same, as an idempotent provider
+		// answers with the first instance.
+		set(x, &st.AppliedGeneration, o.UpdateGeneration)
+	}
 	x.setStage(StageCreating)
-	o := &x.in.Object
 	if !x.cfg.NoTargetCluster {
 		x.emit(Effect{Kind: KindEnsureBootstrapToken, Value: o.Name,
 			Expiry: x.now.Add(x.cfg.creationTimeout(o))})
 	}
-	x.call(driverapi.Call{Method: driverapi.MethodCreate, Machine: x.ref(), Attempt: x.st.Attempt})
+	x.call(driverapi.Call{Method: driverapi.MethodCreate, Machine: x.ref(), Attempt: st.Attempt,
+		Generation: st.AppliedGeneration, Metadata: o.Metadata})
 	x.requeue(retry.Short)
 }
 

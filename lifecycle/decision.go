@@ -112,6 +112,12 @@ const (
 	// WaitGrant: past the health timeout; waiting for the fleet limiter to
 	// grant the replacement.
 	WaitGrant
+	// WaitCreation: being created (no phase or CrashLoopBackOff), until the
+	// creation timeout.
+	WaitCreation
+	// WaitDeletion: being deleted.
+	WaitDeletion
+	waitCount
 )
 
 // String names what is awaited.
@@ -135,6 +141,10 @@ func (w WaitFor) String() string {
 		return "recovery"
 	case WaitGrant:
 		return "grant"
+	case WaitCreation:
+		return "creation"
+	case WaitDeletion:
+		return "deletion"
 	}
 	return "unknown-wait"
 }

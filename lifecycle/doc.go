@@ -10,7 +10,8 @@
 // it never changes its input. The same input gives the same decision.
 //
 // The flows are creation and initialization (create.go), health
-// (health.go) and deletion (delete.go). Behaviour follows the decision
+// (health.go), hot update (hotupdate.go), instance metadata (metadata.go)
+// and deletion (delete.go). Behaviour follows the decision
 // tables of Gardener's machine-controller-manager (MCM) row by row, except for the deviations
 // listed in doc/mcm-compat.md, each of which fixes an MCM issue. Every
 // decision names its [Rule], a stable identifier such as
@@ -90,10 +91,12 @@
 //
 // # The fleet
 //
-// Decisions that concern more than one machine are pure fleet functions:
-// [Limit] decides which unhealthy machines may be marked Failed now
-// (meltdown protection), once per owner per fleet pass, and each machine's
-// [Grant] goes into its Input.
+// Decisions that concern more than one machine are pure fleet functions
+// over one [Member] per machine: [Limit] decides which unhealthy machines
+// may be marked Failed now (meltdown protection), once per owner per fleet
+// pass, and each machine's [Grant] goes into its Input; [Orphans] returns
+// the delete calls for instances no machine owns; [Summarize] counts the
+// fleet for metrics.
 //
 // # What the input holds
 //

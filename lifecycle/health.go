@@ -57,6 +57,7 @@ func (x *decider) health() {
 	switch st.Phase {
 	case phase.Running:
 		x.running()
+		x.sync()
 	case phase.Pending:
 		x.pending()
 	case phase.Failed:
@@ -131,6 +132,7 @@ func (x *decider) becomeRunning() {
 	if !x.setPhase(phase.Running) {
 		return
 	}
+	x.becameRunning = from != phase.Running
 	// A replacement grant or a failed confirmation ends with the recovery.
 	set(x, &st.Flags, st.Flags&^FlagGranted)
 	set(x, &st.Failures.Health, 0)
@@ -157,9 +159,11 @@ func (x *decider) running() {
 		x.rule(RuleHealthy)
 	}
 	x.resync()
-	if x.followUp {
-		// The writes below ran a step ago; the shell's caches may not show
-		// them yet. They are emitted again on the next pass if still needed.
+	if x.in.Outcome != nil && !x.becameRunning {
+		// Within a pass these writes come only with the change to Running:
+		// after they ran, the shell's caches may not show them yet, and they
+		// must not be repeated step after step. A pass starts without an
+		// outcome and emits them again while the observation shows them.
 		return
 	}
 	if n != nil {

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -273,3 +274,5 @@ const (
 	createCall = "call CreateMachine machine-1 uid=uid-1 key=uid-1/0"
 	initCall   = "call InitializeMachine machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1"
 )
+
+func sortStrings(s []string) { slices.Sort(s) }

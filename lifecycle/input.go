@@ -80,6 +80,16 @@ type Object struct {
 	Priority string
 	// ForceDeletion reports whether [ForceDeletionLabel] parses as true.
 	ForceDeletion bool
+	// UpdateGeneration is the desired hot-update generation: the version of
+	// the part of the spec the provider can apply to a running instance
+	// (tags, say, MCM #750). A Running machine whose instance is at another
+	// generation gets an UpdateMachine; new instances are created at it.
+	UpdateGeneration int64
+	// Metadata is the desired instance metadata (read-only). The instance
+	// must also carry the machine's UID as its owner (seed 000): the
+	// lifecycle compares both with what GetMachineStatus reports and patches
+	// every difference with one UpdateMetadata.
+	Metadata map[string]string
 	// Overrides are the per-machine settings of the machine's spec that win
 	// over [Config].
 	Overrides Overrides

@@ -16,37 +16,6 @@ import (
 // sleeps (critique d.8). Here it is a pure function over the fleet, linear
 // in its size, keyed on the owner, with a configurable limit.
 
-// Member is what the fleet functions read of one machine. Build it with
-// [MemberOf].
-type Member struct {
-	// Name and UID identify the machine.
-	Name, UID string
-	// Owner is the machine's owner UID; "" for machines without an owner,
-	// which are limited together as one group.
-	Owner string
-	// Phase, Flags and PhaseSince are from the machine's status.
-	Phase      phase.Phase
-	Flags      Flags
-	PhaseSince Stamp
-	// Deleting reports that the machine's deletion was requested.
-	Deleting bool
-	// HealthTimeout is the machine's own health timeout (0: the Config's).
-	HealthTimeout time.Duration
-	// DisableHealthTimeout is the machine's spec disableHealthTimeout.
-	DisableHealthTimeout bool
-}
-
-// MemberOf returns what the fleet functions read of a machine.
-func MemberOf(o *Object, st *Status) Member {
-	return Member{
-		Name: o.Name, UID: o.UID, Owner: o.Owner,
-		Phase: st.Phase, Flags: st.Flags, PhaseSince: st.PhaseSince,
-		Deleting:             !o.DeletionTime.IsZero(),
-		HealthTimeout:        o.Overrides.HealthTimeout,
-		DisableHealthTimeout: o.Overrides.DisableHealthTimeout,
-	}
-}
-
 // inFlight reports whether the member counts against its owner's limit: it
 // is being replaced, created or deleted, or holds a grant not yet seen
 // Failed. Running, Unknown (without a grant) and Available machines do not.

@@ -22,6 +22,8 @@ func TestDispatchRows(t *testing.T) {
 	running.Status.Conditions = running.Node.Conditions
 	running.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful,
 		Desc: lastop.DescJoined, Elapsed: 3 * time.Minute}
+	running.Status.OwnerUID = machineUID
+	running.Status.MetadataObserved = lifecycle.StampOf(running.Now)
 	joined := op{lastop.TypeCreate, lastop.StateSuccessful, "", "Machine machine-1 successfully joined the cluster in 3m0s"}
 
 	cases := []struct {

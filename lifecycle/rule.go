@@ -272,6 +272,41 @@ const (
 	// RuleDeleteBackoff: a deletion step failed; waiting for its retry time.
 	RuleDeleteBackoff
 
+	// RuleUpdate: the desired hot-update generation differs from the
+	// applied one; ask UpdateMachine (seed 001 stage B).
+	RuleUpdate
+	// RuleUpdateApplied: UpdateMachine applied the generation.
+	RuleUpdateApplied
+	// RuleUpdateNeedsReplacement: the provider cannot apply the change in
+	// place (Unimplemented, FailedPrecondition); the machine needs
+	// replacement and keeps running.
+	RuleUpdateNeedsReplacement
+	// RuleUpdateFailed: UpdateMachine failed; retried with backoff, the
+	// machine keeps running.
+	RuleUpdateFailed
+
+	// RuleMetadataObserve: ask GetMachineStatus what the instance carries
+	// (after a patch, and at least every Long period).
+	RuleMetadataObserve
+	// RuleMetadataObserveFailed: the provider could not say; look again
+	// after backoff.
+	RuleMetadataObserveFailed
+	// RuleMetadataPatch: the instance's metadata differs; one UpdateMetadata
+	// with every differing key.
+	RuleMetadataPatch
+	// RuleMetadataPatched: UpdateMetadata answered OK; whether it took is
+	// asked next.
+	RuleMetadataPatched
+	// RuleMetadataPatchFailed: UpdateMetadata failed; the instance is asked
+	// what it carries after backoff.
+	RuleMetadataPatchFailed
+	// RuleMetadataSynced: the observation shows every desired key.
+	RuleMetadataSynced
+	// RuleMetadataDiffers: the observation differs from the desired
+	// metadata; patched, after backoff when a patch did not take (a dropped
+	// key).
+	RuleMetadataDiffers
+
 	ruleCount
 )
 
@@ -481,6 +516,28 @@ func (r Rule) info() ruleInfo {
 		return ruleInfo{"delete.done", "the machine is deleted", ""}
 	case RuleDeleteBackoff:
 		return ruleInfo{"delete.backoff", "waiting to retry a failed deletion step", ""}
+	case RuleUpdate:
+		return ruleInfo{"update.apply", "applying the desired hot-update generation", ""}
+	case RuleUpdateApplied:
+		return ruleInfo{"update.applied", "the hot update was applied", "HotUpdateApplied"}
+	case RuleUpdateNeedsReplacement:
+		return ruleInfo{"update.needs-replacement", "the change cannot be applied in place; the machine needs replacement", "NeedsReplacement"}
+	case RuleUpdateFailed:
+		return ruleInfo{"update.failed", "the hot update failed; retrying with backoff", ""}
+	case RuleMetadataObserve:
+		return ruleInfo{"metadata.observe", "asking the provider what metadata the instance carries", ""}
+	case RuleMetadataObserveFailed:
+		return ruleInfo{"metadata.observe-failed", "the provider could not report the instance; looking again later", ""}
+	case RuleMetadataPatch:
+		return ruleInfo{"metadata.patch", "patching every differing metadata key", ""}
+	case RuleMetadataPatched:
+		return ruleInfo{"metadata.patched", "the metadata patch was accepted; verifying it", ""}
+	case RuleMetadataPatchFailed:
+		return ruleInfo{"metadata.patch-failed", "the metadata patch failed; retrying with backoff", ""}
+	case RuleMetadataSynced:
+		return ruleInfo{"metadata.synced", "the instance carries every desired metadata key", ""}
+	case RuleMetadataDiffers:
+		return ruleInfo{"metadata.differs", "the instance's metadata differs from the desired; patching it", ""}
 	}
 	return ruleInfo{"rule(" + strconv.Itoa(int(r)) + ")", "unknown rule", ""}
 }

@@ -56,6 +56,26 @@ type Status struct {
 	// Conditions mirror the node's conditions (read-only; replaced, never
 	// written in place).
 	Conditions []Condition
+	// OwnerUID is the machine UID the provider last reported the instance
+	// belongs to (its UID metadata, seed 000); a lagging one is repaired.
+	OwnerUID string
+	// AppliedGeneration is the hot-update generation the instance is at: the
+	// one it was created at, or the last one UpdateMachine applied.
+	AppliedGeneration int64
+	// RejectedGeneration is the hot-update generation the provider could not
+	// apply in place; while it is the desired one, the machine needs
+	// replacement (FlagNeedsReplacement) and no update is asked.
+	RejectedGeneration int64
+	// Metadata is the instance metadata last observed by GetMachineStatus,
+	// restricted to the keys the lifecycle manages (read-only; replaced,
+	// never written in place).
+	Metadata map[string]string
+	// MetadataObserved is when GetMachineStatus last reported the instance's
+	// metadata.
+	MetadataObserved Stamp
+	// MetadataSince is when the current metadata patch was asked; with
+	// Failures.Metadata it sets when the next one may be.
+	MetadataSince Stamp
 }
 
 // Stage is the program counter of the creation and deletion flows: the step
@@ -151,9 +171,18 @@ const (
 	// (DeleteMachine answered OK or NotFound). Terminating is the phase of a
 	// deletion that began; Terminated is this fact.
 	FlagTerminated
+	// FlagNeedsReplacement: the provider cannot apply the desired hot update
+	// in place (Unimplemented or FailedPrecondition); the machine keeps
+	// running at its applied generation until its owner replaces it. The
+	// lifecycle never replaces it silently.
+	FlagNeedsReplacement
+	// FlagMetadataUnverified: an UpdateMetadata was asked after the last
+	// observation; only the next observation tells what the instance
+	// carries, so the machine is not in sync until then.
+	FlagMetadataUnverified
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
-		FlagDrainForced | FlagDrainSkipped | FlagTerminated
+		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified
 	flagsDrained = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
 
@@ -170,6 +199,10 @@ type Failures struct {
 	Health uint8
 	// Delete counts failed deletion steps (drains included).
 	Delete uint8
+	// Update counts failed hot updates.
+	Update uint8
+	// Metadata counts metadata patches that did not converge.
+	Metadata uint8
 }
 
 // bump returns n+1, saturating.

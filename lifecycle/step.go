@@ -50,9 +50,8 @@ type decider struct {
 	// opRule is the rule whose effects the decision carries; the outcome
 	// that reports them is handled by it.
 	opRule Rule
-	// followUp: the decision follows an op whose effects all ran; node and
-	// token writes are not repeated in the same pass.
-	followUp bool
+	// becameRunning: this decision made the machine Running.
+	becameRunning bool
 }
 
 // run validates the input, consumes the outcome, and dispatches.
@@ -164,9 +163,8 @@ func (x *decider) outcome() bool {
 			return true
 		}
 		// The effects are done, and the next decision is made afresh from
-		// the world they changed. Node and token writes are not repeated in
-		// this pass, even if the shell's caches do not show them yet.
-		x.followUp = true
+		// the world they changed (node and token writes are not repeated
+		// within the pass: see running).
 		return false
 	}
 	switch {
@@ -188,6 +186,12 @@ func (x *decider) outcome() bool {
 		x.onDeleteLookup(r)
 	case r.Method == driverapi.MethodDelete && rule == RuleDeleteVM:
 		x.onDeleteVM(r)
+	case r.Method == driverapi.MethodUpdate && rule == RuleUpdate:
+		x.onUpdate(r)
+	case r.Method == driverapi.MethodUpdateMetadata && rule == RuleMetadataPatch:
+		x.onPatch(r)
+	case r.Method == driverapi.MethodGetStatus && rule == RuleMetadataObserve:
+		x.onObserve(r)
 	default:
 		x.anomaly(AnomalyBadOutcome)
 		return false

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,6 +60,22 @@ func CallString(c driverapi.Call) string {
 	b.WriteString(" uid=" + c.Machine.UID)
 	if c.Method == driverapi.MethodCreate || c.Method == driverapi.MethodGetStatus {
 		b.WriteString(" key=" + c.IdempotencyKey())
+	}
+	if c.Method == driverapi.MethodUpdate || (c.Method == driverapi.MethodCreate && c.Generation != 0) {
+		b.WriteString(" generation=" + strconv.FormatInt(c.Generation, 10))
+	}
+	if c.Method == driverapi.MethodUpdateMetadata || (c.Method == driverapi.MethodCreate && len(c.Metadata) > 0) {
+		keys := make([]string, 0, len(c.Metadata))
+		for k := range c.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b.WriteString(" set " + k + "=" + c.Metadata[k])
+		}
+		for _, k := range c.Remove {
+			b.WriteString(" remove " + k)
+		}
 	}
 	if c.LastKnownState != "" {
 		b.WriteString(" lastKnownState=" + strconv.Quote(c.LastKnownState))

@@ -13,6 +13,10 @@
 //	drain-fails  the drain keeps failing (a pod disruption budget) and backs
 //	             off until the drain timeout forces it
 //	no-node      a machine whose node never registered is deleted
+//	update       a Running machine's spec changes: a hot update to generation 2,
+//	             and new metadata, one key of which the provider drops at first
+//	replace      the provider cannot apply a hot update in place: the machine
+//	             is marked as needing replacement and keeps running
 //
 // Run them all with `go run ./examples/inmemory`, or one with
 // `go run ./examples/inmemory -scenario crash`. Time is simulated: each pass
@@ -36,11 +40,11 @@ import (
 )
 
 func main() {
-	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-fails, no-node or all")
+	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-fails, no-node, update, replace or all")
 	quiet := flag.Bool("quiet", false, "print only each scenario's summary")
 	flag.Parse()
 	var out io.Writer = os.Stdout
-	names := []string{"happy", "init-fails", "crash", "delete", "drain-fails", "no-node"}
+	names := []string{"happy", "init-fails", "crash", "delete", "drain-fails", "no-node", "update", "replace"}
 	if *scenario != "all" {
 		names = []string{*scenario}
 	}
@@ -65,9 +69,18 @@ type scenario struct {
 	crash func(pass, step, ran int, d *lifecycle.Decision) bool
 	// deleteWhen, if set, requests the machine's deletion once it holds.
 	deleteWhen func(c *memworld.Cluster) bool
+	// change, if set, changes the machine's spec once it is Running.
+	change func(c *memworld.Cluster)
 }
 
 func running(c *memworld.Cluster) bool { return c.Machine.Status.Phase == phase.Running }
+
+// synced reports whether the machine's hot update is applied (or the
+// machine needs replacement) and its instance metadata in sync.
+func synced(cfg *lifecycle.Config, c *memworld.Cluster) bool {
+	m := lifecycle.MemberOf(cfg, &c.Machine.Object, &c.Machine.Status)
+	return (!m.UpdatePending || m.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync
+}
 
 var scenarios = map[string]scenario{
 	"happy": {about: "a machine from nothing to Running"},
@@ -86,6 +99,24 @@ var scenarios = map[string]scenario{
 			c.Machine.Object.Overrides.DrainTimeout = 10 * time.Minute
 		},
 		deleteWhen: running,
+	},
+	"update": {
+		about: "the spec asks hot-update generation 2 and new metadata; the first patch drops a key",
+		setup: func(p *memworld.Provider, c *memworld.Cluster) {
+			c.Machine.Object.Metadata = map[string]string{"team": "a"}
+			p.DropMetadata = [][]string{{"pool"}}
+		},
+		change: func(c *memworld.Cluster) {
+			c.Machine.Object.UpdateGeneration = 2
+			c.Machine.Object.Metadata = map[string]string{"team": "b", "pool": "web"}
+		},
+	},
+	"replace": {
+		about: "the provider cannot apply generation 2 in place",
+		setup: func(p *memworld.Provider, _ *memworld.Cluster) {
+			p.FailUpdate = []driverapi.Code{driverapi.FailedPrecondition}
+		},
+		change: func(c *memworld.Cluster) { c.Machine.Object.UpdateGeneration = 2 },
 	},
 	"no-node": {
 		about: "a machine whose node never registered is deleted while Pending",
@@ -128,8 +159,17 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 	fmt.Fprintf(w, "=== scenario %s: %s\n", name, s.about)
 	now := t0
 	var r result
+	changed := false
 	for pass := 1; pass <= 100; pass++ {
 		c.Tick(now)
+		if s.change != nil && !changed && running(c) {
+			changed = true
+			s.change(c)
+			if !quiet {
+				fmt.Fprintf(w, "\n[+%s] the machine's spec changes: generation %d, metadata %v\n", now.Sub(t0),
+					c.Machine.Object.UpdateGeneration, c.Machine.Object.Metadata)
+			}
+		}
 		if s.deleteWhen != nil && c.Machine.Object.DeletionTime.IsZero() && s.deleteWhen(c) {
 			c.Delete(now)
 			if !quiet {
@@ -175,7 +215,8 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 		if !quiet {
 			fmt.Fprintf(w, "  requeue after %s\n", res.Requeue)
 		}
-		if s.deleteWhen == nil && c.Machine.Status.Phase == phase.Running && last.Rule == lifecycle.RuleHealthy {
+		settled := c.Machine.Status.Phase == phase.Running && last.Rule == lifecycle.RuleHealthy
+		if s.deleteWhen == nil && settled && (s.change == nil || changed && c.Machine.Saves > 0 && synced(&cfg, c)) {
 			break
 		}
 		now = now.Add(res.Requeue)
@@ -184,9 +225,12 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 	r.gone = c.Machine.Gone
 	r.creates = p.Creates
 	r.elapsed = now.Sub(t0)
-	if s.deleteWhen != nil {
+	switch {
+	case s.deleteWhen != nil:
 		r.ok = r.gone && r.creates == 1 && len(p.Instances()) == 0 && len(c.Nodes) == 0
-	} else {
+	case s.change != nil:
+		r.ok = r.phase == phase.Running && r.creates == 1 && synced(&cfg, c)
+	default:
 		r.ok = r.phase == phase.Running && r.creates == 1
 	}
 	end := "phase " + r.phase.Label()

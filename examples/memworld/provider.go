@@ -7,6 +7,8 @@ package memworld
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -22,6 +24,10 @@ type Instance struct {
 	NodeName    string
 	Created     time.Time
 	Initialized bool
+	// Generation is the hot-update generation the instance is at.
+	Generation int64
+	// Metadata is the instance's metadata.
+	Metadata map[string]string
 }
 
 // Provider is an in-memory cloud. It implements driverapi.Driver. Its clock
@@ -37,6 +43,12 @@ type Provider struct {
 	// FailCreate makes the next FailCreate CreateMachine calls fail with
 	// this code (0: none).
 	FailCreate []driverapi.Code
+	// FailUpdate makes the next UpdateMachine calls fail with these codes
+	// in turn (OK: succeed).
+	FailUpdate []driverapi.Code
+	// DropMetadata makes the next UpdateMetadata calls silently drop the
+	// change of the keys listed, one list per call.
+	DropMetadata [][]string
 	// Creates counts CreateMachine calls that made an instance.
 	Creates int
 	// Calls counts driver calls by method.
@@ -117,6 +129,8 @@ func (p *Provider) CreateMachine(_ context.Context, req *driverapi.CreateMachine
 		Key:         req.IdempotencyKey,
 		NodeName:    fmt.Sprintf("node-vm-%d", p.seq),
 		Created:     p.now,
+		Generation:  req.Generation,
+		Metadata:    maps.Clone(req.Metadata),
 	}
 	p.instances[i.ProviderID] = i
 	p.Creates++
@@ -146,7 +160,8 @@ func (p *Provider) GetMachineStatus(_ context.Context, req *driverapi.GetMachine
 	if i == nil {
 		return nil, driverapi.Error(driverapi.NotFound, "no instance for machine "+req.Machine.Name)
 	}
-	resp := &driverapi.GetMachineStatusResponse{ProviderID: i.ProviderID, NodeName: i.NodeName, OwnerUID: i.OwnerUID}
+	resp := &driverapi.GetMachineStatusResponse{ProviderID: i.ProviderID, NodeName: i.NodeName, OwnerUID: i.OwnerUID,
+		Generation: i.Generation, Metadata: maps.Clone(i.Metadata)}
 	if !i.Initialized {
 		return resp, driverapi.Error(driverapi.Uninitialized, "instance not initialized")
 	}
@@ -169,7 +184,58 @@ func (p *Provider) ListMachines(context.Context, *driverapi.ListMachinesRequest)
 	p.Calls[driverapi.MethodList]++
 	resp := &driverapi.ListMachinesResponse{}
 	for _, i := range p.Instances() {
-		resp.Instances = append(resp.Instances, driverapi.Instance{ProviderID: i.ProviderID, MachineName: i.MachineName, OwnerUID: i.OwnerUID})
+		resp.Instances = append(resp.Instances, driverapi.Instance{ProviderID: i.ProviderID, MachineName: i.MachineName,
+			OwnerUID: i.OwnerUID, Created: i.Created})
 	}
 	return resp, nil
+}
+
+// UpdateMachine brings an instance to the requested generation, or fails
+// as FailUpdate says.
+func (p *Provider) UpdateMachine(_ context.Context, req *driverapi.UpdateMachineRequest) (*driverapi.UpdateMachineResponse, error) {
+	p.Calls[driverapi.MethodUpdate]++
+	i := p.find(req.Machine, "")
+	if i == nil {
+		return nil, driverapi.Error(driverapi.NotFound, "no instance "+req.Machine.ProviderID)
+	}
+	if len(p.FailUpdate) > 0 {
+		c := p.FailUpdate[0]
+		p.FailUpdate = p.FailUpdate[1:]
+		if c != driverapi.OK {
+			return nil, driverapi.Error(c, "the machine type cannot change on a running instance")
+		}
+	}
+	i.Generation = req.Generation
+	return &driverapi.UpdateMachineResponse{Generation: i.Generation}, nil
+}
+
+// UpdateMetadata sets and removes metadata keys and the owner, silently
+// dropping the keys DropMetadata lists.
+func (p *Provider) UpdateMetadata(_ context.Context, req *driverapi.UpdateMetadataRequest) (*driverapi.UpdateMetadataResponse, error) {
+	p.Calls[driverapi.MethodUpdateMetadata]++
+	i := p.find(req.Machine, "")
+	if i == nil {
+		return nil, driverapi.Error(driverapi.NotFound, "no instance "+req.Machine.ProviderID)
+	}
+	var drop []string
+	if len(p.DropMetadata) > 0 {
+		drop, p.DropMetadata = p.DropMetadata[0], p.DropMetadata[1:]
+	}
+	if i.Metadata == nil {
+		i.Metadata = map[string]string{}
+	}
+	for k, v := range req.Set {
+		if !slices.Contains(drop, k) {
+			i.Metadata[k] = v
+		}
+	}
+	for _, k := range req.Remove {
+		if !slices.Contains(drop, k) {
+			delete(i.Metadata, k)
+		}
+	}
+	if !slices.Contains(drop, "owner") {
+		i.OwnerUID = req.Machine.UID
+	}
+	return &driverapi.UpdateMetadataResponse{}, nil
 }

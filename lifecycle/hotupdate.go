@@ -1,0 +1,113 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Hot update (seed 001 stage B, which MCM never shipped): the part of a
+// machine's spec a provider can apply to a running instance (tags, say, MCM
+// #750) has a generation. A Running machine whose instance is at another
+// generation gets Driver.UpdateMachine once health has run; new instances
+// are created at the desired generation. A provider that cannot apply the
+// change in place makes the machine "need replacement": it keeps running at
+// its applied generation and is never replaced silently. A failed hot
+// update never fails the machine.
+
+// sync runs the sub-flows of a healthy Running machine after health: hot
+// update first, then metadata. At most one of them asks the driver.
+func (x *decider) sync() {
+	if x.st.Phase != phase.Running || x.d.Effects.Len() > 0 {
+		// The node is brought in line first; the provider is asked next.
+		return
+	}
+	if x.hotUpdate() {
+		return
+	}
+	x.metadata()
+}
+
+// hotUpdate asks UpdateMachine when the desired generation differs from the
+// applied one, and reports whether it decided a call or a wait.
+func (x *decider) hotUpdate() bool {
+	o, st := &x.in.Object, x.st
+	desired := o.UpdateGeneration
+	if st.Flags.Has(FlagNeedsReplacement) && desired != st.RejectedGeneration {
+		// The desired generation moved: the machine may be updatable again.
+		set(x, &st.Flags, st.Flags&^FlagNeedsReplacement)
+		set(x, &st.RejectedGeneration, 0)
+	}
+	if desired == st.AppliedGeneration || st.Flags.Has(FlagNeedsReplacement) {
+		return false
+	}
+	if at := st.RetryAfter; at > x.now && at.Sub(x.now) <= x.maxBackoff() {
+		// A failed update waits for its retry time; metadata may go on.
+		x.soonest(at.Sub(x.now))
+		return false
+	}
+	x.act(RuleUpdate)
+	x.call(driverapi.Call{Method: driverapi.MethodUpdate, Machine: x.ref(), Generation: desired})
+	x.requeue(retry.Short)
+	return true
+}
+
+// onUpdate decides on UpdateMachine's answer. Deletion abandons an update in
+// flight.
+func (x *decider) onUpdate(r *driverapi.Result) {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	x.ensure = true
+	st, o := x.st, &x.in.Object
+	code, class := x.classify(r)
+	switch {
+	case code == driverapi.OK:
+		applied := r.Generation
+		if applied == 0 {
+			applied = o.UpdateGeneration
+		}
+		x.pin(RuleUpdateApplied)
+		set(x, &st.AppliedGeneration, applied)
+		set(x, &st.Failures.Update, 0)
+		set(x, &st.RetryAfter, 0)
+		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateSuccessful, Desc: lastop.DescHotUpdateApplied})
+		x.event(RuleUpdateApplied, false)
+		x.resync()
+		x.metadata()
+	case code == driverapi.Unimplemented, code == driverapi.FailedPrecondition:
+		x.pin(RuleUpdateNeedsReplacement)
+		set(x, &st.Flags, st.Flags|FlagNeedsReplacement)
+		set(x, &st.RejectedGeneration, o.UpdateGeneration)
+		set(x, &st.Failures.Update, 0)
+		set(x, &st.RetryAfter, 0)
+		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescNeedsReplacement,
+			ErrorCode: code.String(), Detail: r.ErrorText()})
+		x.event(RuleUpdateNeedsReplacement, true)
+		x.resync()
+		x.metadata()
+	default:
+		period := x.cfg.Retry.Period(class)
+		if class == retry.ClassUndecodable {
+			period = retry.Medium
+		}
+		x.pin(RuleUpdateFailed)
+		set(x, &st.Failures.Update, bump(st.Failures.Update))
+		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescHotUpdateFailed,
+			ErrorCode: code.String(), Detail: r.ErrorText()})
+		x.backoff(period, st.Failures.Update)
+		x.retryLater()
+	}
+}
+
+// soonest shortens the requeue to d when d comes sooner.
+func (x *decider) soonest(d time.Duration) {
+	if d > 0 && (x.d.Requeue <= 0 || d < x.d.Requeue) {
+		x.d.Requeue = d
+		x.d.Period = d
+	}
+}

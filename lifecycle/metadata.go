@@ -1,0 +1,245 @@
+package lifecycle
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Instance metadata (seed 000): the desired metadata (Object.Metadata, and
+// the machine's UID as the instance's owner) is compared with what
+// GetMachineStatus last reported. Every differing key goes out in one
+// UpdateMetadata; whatever it returns, the machine is in sync only once an
+// observation shows every key, so a silently dropped key is patched again,
+// with backoff, until it converges. GetMachineStatus is asked after each
+// patch and at least every Long period on a Running machine. The instance is
+// found by its providerID, never by a metadata key, so a lagging UID is
+// repaired instead of making the machine look as if it were being created.
+//
+// The lifecycle manages the desired keys and the keys it observed before
+// (Status.Metadata holds only those): a key dropped from the desired set is
+// removed from the instance; keys the provider adds itself are left alone.
+
+// metadata runs the metadata sub-flow of a Running machine.
+func (x *decider) metadata() {
+	st := x.st
+	stale := st.MetadataObserved == 0 || st.MetadataObserved > x.now ||
+		x.now.Sub(st.MetadataObserved) >= retry.Long || st.Flags.Has(FlagMetadataUnverified)
+	if x.metadataHold() {
+		return
+	}
+	if stale {
+		x.observe()
+		return
+	}
+	if x.inSync() {
+		return
+	}
+	x.patch()
+}
+
+// metadataHold reports whether a failed metadata step waits for its retry
+// time (MetadataSince plus the backoff of Failures.Metadata).
+func (x *decider) metadataHold() bool {
+	st := x.st
+	if st.Failures.Metadata == 0 || st.MetadataSince == 0 {
+		return false
+	}
+	wait := x.cfg.Retry.Backoff(retry.Short, 0, uint32(st.Failures.Metadata), x.in.Object.UID)
+	at := st.MetadataSince.Add(wait)
+	if at <= x.now || at.Sub(x.now) > x.maxBackoff() {
+		return false
+	}
+	x.soonest(at.Sub(x.now))
+	return true
+}
+
+// observe asks GetMachineStatus for the instance's metadata, by providerID.
+func (x *decider) observe() {
+	x.act(RuleMetadataObserve)
+	x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: x.st.Attempt})
+	x.requeue(retry.Short)
+}
+
+// inSync reports whether the last observation shows every desired key, no
+// managed key that is not desired, and, when the Config verifies owners, the
+// machine's UID as the owner. It does not allocate.
+func (x *decider) inSync() bool { return metadataInSync(x.cfg.VerifyOwner, &x.in.Object, x.st) }
+
+func metadataInSync(verifyOwner bool, o *Object, st *Status) bool {
+	if st.Flags.Has(FlagMetadataUnverified) {
+		// A patch was asked after the last observation: only a new
+		// observation can tell what the instance carries now.
+		return false
+	}
+	if verifyOwner && st.OwnerUID != o.UID {
+		return false
+	}
+	for k, v := range o.Metadata {
+		if got, ok := st.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	for k := range st.Metadata {
+		if _, ok := o.Metadata[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// patch asks one UpdateMetadata with every differing key.
+func (x *decider) patch() {
+	st, o := x.st, &x.in.Object
+	var toSet map[string]string
+	var remove, keys []string
+	for k, v := range o.Metadata {
+		if got, ok := st.Metadata[k]; !ok || got != v {
+			if toSet == nil {
+				toSet = make(map[string]string)
+			}
+			toSet[k] = v
+			keys = append(keys, k)
+		}
+	}
+	for k := range st.Metadata {
+		if _, ok := o.Metadata[k]; !ok {
+			remove = append(remove, k)
+			keys = append(keys, k)
+		}
+	}
+	if x.cfg.VerifyOwner && st.OwnerUID != o.UID {
+		keys = append(keys, "owner UID")
+	}
+	slices.Sort(remove)
+	slices.Sort(keys)
+	x.act(RuleMetadataPatch)
+	set(x, &st.MetadataSince, x.now)
+	set(x, &st.Flags, st.Flags|FlagMetadataUnverified)
+	x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateProcessing, Desc: lastop.DescMetadataPending,
+		Detail: strings.Join(keys, ", ")})
+	x.call(driverapi.Call{Method: driverapi.MethodUpdateMetadata, Machine: x.ref(), Metadata: toSet, Remove: remove})
+	x.requeue(retry.Short)
+}
+
+// onPatch decides on UpdateMetadata's answer: whatever it is, the instance
+// is asked what it now carries.
+func (x *decider) onPatch(r *driverapi.Result) {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	x.ensure = true
+	if r.OK() {
+		x.pin(RuleMetadataPatched)
+	} else {
+		x.pin(RuleMetadataPatchFailed)
+		set(x, &x.st.Failures.Metadata, bump(x.st.Failures.Metadata))
+	}
+	x.resync()
+	if !r.OK() && x.metadataHold() {
+		return
+	}
+	x.observe()
+}
+
+// onObserve decides on GetMachineStatus's answer about a Running machine's
+// instance: the observation is recorded, and the metadata patched again
+// (after backoff) while any key still differs.
+func (x *decider) onObserve(r *driverapi.Result) {
+	if x.deleting() {
+		x.delete()
+		return
+	}
+	x.ensure = true
+	st := x.st
+	code, _ := x.classify(r)
+	if code != driverapi.OK && code != driverapi.Uninitialized {
+		// The provider could not say: look again after backoff; health
+		// decides about an instance that is gone.
+		x.pin(RuleMetadataObserveFailed)
+		set(x, &st.Failures.Metadata, bump(st.Failures.Metadata))
+		set(x, &st.MetadataSince, x.now)
+		x.resync()
+		x.metadataHold()
+		return
+	}
+	patched := st.Flags.Has(FlagMetadataUnverified) // a patch awaited this observation
+	set(x, &st.Flags, st.Flags&^FlagMetadataUnverified)
+	x.recordObservation(r)
+	set(x, &st.MetadataObserved, x.now)
+	x.resync()
+	if x.inSync() {
+		x.pin(RuleMetadataSynced)
+		if st.Failures.Metadata > 0 || st.LastOp.Desc == lastop.DescMetadataPending {
+			x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateSuccessful, Desc: lastop.DescMetadataSynced})
+		}
+		set(x, &st.Failures.Metadata, 0)
+		return
+	}
+	x.pin(RuleMetadataDiffers)
+	if patched {
+		// The patch did not take (a dropped key): back off before the next.
+		set(x, &st.Failures.Metadata, bump(st.Failures.Metadata))
+	}
+	if x.metadataHold() {
+		return
+	}
+	x.patch()
+}
+
+// recordObservation records what GetMachineStatus reported of the
+// instance: its owner, its generation and the managed metadata keys. A new
+// map is built only when a managed key changed.
+func (x *decider) recordObservation(r *driverapi.Result) {
+	st, o := x.st, &x.in.Object
+	set(x, &st.OwnerUID, r.OwnerUID)
+	if r.Generation > 0 {
+		set(x, &st.AppliedGeneration, r.Generation)
+	}
+	changed := false
+	for k := range o.Metadata {
+		v, ok := r.Metadata[k]
+		old, had := st.Metadata[k]
+		if ok != had || v != old {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		for k, old := range st.Metadata {
+			if _, desired := o.Metadata[k]; desired {
+				continue
+			}
+			if v, ok := r.Metadata[k]; !ok || v != old {
+				changed = true
+				break
+			}
+		}
+	}
+	if !changed {
+		return
+	}
+	observed := make(map[string]string)
+	for k := range o.Metadata {
+		if v, ok := r.Metadata[k]; ok {
+			observed[k] = v
+		}
+	}
+	for k := range st.Metadata {
+		if v, ok := r.Metadata[k]; ok {
+			observed[k] = v
+		}
+	}
+	if len(observed) == 0 {
+		observed = nil
+	}
+	if !maps.Equal(observed, st.Metadata) {
+		st.Metadata = observed
+		x.changed = true
+	}
+}
