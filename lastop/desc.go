@@ -166,9 +166,10 @@ const (
 	// DescStaleInstanceDeleted is the library's: the instance created on a
 	// stale node object (A5) was deleted at the provider.
 	DescStaleInstanceDeleted
-	// DescHealthConfirmed is the library's: the health timeout passed and
-	// the provider confirmed the instance is not healthy; <detail> is what
-	// the provider reported, <elapsed> how long checks have been failing.
+	// DescHealthConfirmed is the library's: the health timeout passed, the
+	// provider was asked and answered (the instance exists, is gone, is not
+	// initialized, or cannot be reported); <detail> is its answer, <elapsed>
+	// the health timeout.
 	DescHealthConfirmed
 	// DescWaitingForReplacementGrant is the library's: the health timeout
 	// passed but the fleet limiter has not granted a replacement yet.

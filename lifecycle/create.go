@@ -147,8 +147,10 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		}
 		if !x.creating() {
 			// Past creation and the provider has no instance: never create
-			// again; health decides from the node.
+			// again; health decides from the node, and the provider is
+			// asked again after Long.
 			x.pin(RuleCreateInstanceMissing)
+			set(x, &x.st.RetryAfter, x.now.Add(retry.Long))
 			x.health()
 			return
 		}
@@ -169,8 +171,9 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		if r.Generation > 0 {
 			set(x, &x.st.AppliedGeneration, r.Generation)
 		}
-		if code == driverapi.Uninitialized {
-			// A8: the instance exists but must be initialized (again).
+		if code == driverapi.Uninitialized && x.creating() {
+			// A8: the instance exists but must be initialized (again). A
+			// machine past creation only records it (B9).
 			x.initialize(rule)
 			return
 		}
@@ -541,6 +544,13 @@ func (x *decider) createSucceeded() {
 func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	st := x.st
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
+	if !x.creating() {
+		// A machine past creation that looked its instance up keeps its
+		// phase; the lookup is retried after backoff.
+		x.backoff(period, st.Failures.Create)
+		x.retryLater()
+		return
+	}
 	if x.creationExpired() {
 		x.fail(op)
 		return

@@ -179,6 +179,9 @@ const (
 	// AnomalyForeignNode: the node observed for the machine carries another
 	// instance's providerID; it was ignored.
 	AnomalyForeignNode
+	// AnomalyMissingStamp: the status lacked the time its phase began; it
+	// was set to now, so the phase's deadlines count from here.
+	AnomalyMissingStamp
 )
 
 // Has reports whether every anomaly of b is in a.
@@ -190,7 +193,7 @@ func (a Anomalies) String() string {
 		return "none"
 	}
 	names := [...]string{"clock-behind", "stale-outcome", "bad-outcome", "unknown-code",
-		"empty-identity", "effects-full", "undeclared-transition", "foreign-node"}
+		"empty-identity", "effects-full", "undeclared-transition", "foreign-node", "missing-stamp"}
 	s := ""
 	for i, n := range names {
 		if a&(1<<i) != 0 {

@@ -26,24 +26,25 @@ import (
 // delete runs a pass of the deletion flow.
 func (x *decider) delete() {
 	st := x.st
+	if !x.in.Object.Finalizer && st.Stage == StageRemoveFinalizer {
+		// Our finalizer is gone: so is the machine, for the lifecycle.
+		x.rule(RuleDeleteDone)
+		x.gone = true
+		return
+	}
+	if p := x.in.Problem; p != ProblemNone {
+		// X0, checked first as MCM does: the class is needed for the
+		// driver calls ahead.
+		x.rule(RuleDeleteProblem)
+		x.requeue(problemPeriod(p))
+		x.wait(WaitProblem, 0, 0)
+		return
+	}
 	if !x.in.Object.Finalizer {
-		if st.Stage == StageRemoveFinalizer {
-			// Our finalizer is gone: so is the machine, for the lifecycle.
-			x.rule(RuleDeleteDone)
-			x.gone = true
-			return
-		}
 		// X2: without the finalizer nothing holds the object for us.
 		x.rule(RuleDeleteNoFinalizer)
 		x.requeue(retry.Long)
 		x.wait(WaitFinalizer, StampOf(x.in.Object.DeletionTime), 0)
-		return
-	}
-	if p := x.in.Problem; p != ProblemNone {
-		// X0: the class is needed for the driver calls ahead.
-		x.rule(RuleDeleteProblem)
-		x.requeue(problemPeriod(p))
-		x.wait(WaitProblem, 0, 0)
 		return
 	}
 	if st.Phase != phase.Terminating {
@@ -182,10 +183,17 @@ func (x *decider) deletionNode() string {
 	if n := x.node(); n != nil {
 		return n.Name
 	}
-	if x.st.NodeName != "" {
-		return x.st.NodeName
+	name := x.st.NodeName
+	if name == "" {
+		name = x.in.Object.NodeLabel
 	}
-	return x.in.Object.NodeLabel
+	if x.in.Node.Found() && x.in.Node.Name == name {
+		// The node of that name carries another instance's providerID (a
+		// name reused with an IP, say): it is not this machine's to drain
+		// or delete.
+		return ""
+	}
+	return name
 }
 
 func deleteOp(s lastop.State, d lastop.Desc, detail string) lastop.Operation {
@@ -279,7 +287,9 @@ func (x *decider) drainMode() drainMode {
 		switch {
 		case c.Type == ConditionReady && c.Status != ConditionTrue,
 			c.Type == "ReadonlyFilesystem" && c.Status != ConditionFalse:
-			if x.elapsed(c.Since) > x.cfg.ForceDrainAfter {
+			// A condition without a transition time has been so forever,
+			// as MCM's time.Since of the zero time says.
+			if c.Since == 0 || x.elapsed(c.Since) > x.cfg.ForceDrainAfter {
 				m.force = true
 			}
 		}
@@ -329,15 +339,29 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 			StageDeleteVM, FlagDrainSucceeded)
 		return
 	}
+	if forced && n == 3 && failedAt(o, 3) == 0 {
+		// MCM only logs a failed condition update when forced and goes on
+		// to cordon and drain: so does this op, without the condition.
+		node := x.deletionNode()
+		if node != "" {
+			x.pin(RuleDeleteDrainForce)
+			m := x.drainMode()
+			x.act(RuleDeleteDrainForce)
+			x.emit(Effect{Kind: KindCordon, Node: node})
+			x.emit(Effect{Kind: KindDrain, Node: node, Force: true, Timeout: m.timeout, Retries: m.retries})
+			x.requeue(retry.Short)
+			return
+		}
+	}
 	if forced {
-		// S2c, S2g (and a failed condition update, which MCM only logs when
-		// forced).
+		// S2c, S2g: a forced drain goes on when the cordon or the drain
+		// failed.
 		x.advance(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, o.Error),
 			StageVolumes, FlagDrainForced)
 		return
 	}
 	desc := lastop.DescDrainFailed // S2d, S2h
-	if failedAt(o, 3) == 0 {
+	if n == 3 && failedAt(o, 3) == 0 {
 		desc = lastop.DescDrainConditionFailed // S2b
 	}
 	x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
@@ -354,9 +378,9 @@ func (x *decider) volumes() {
 		x.rule(RuleDeleteNodeUnreadable)
 		x.requeue(retry.Short)
 	case x.node() == nil:
-		// S3b: MCM quotes the API server's NotFound error.
+		// S3b: MCM quotes its node lister's NotFound error.
 		x.advance(RuleDeleteVolumesNodeMissing, lastop.Operation{Type: prev, State: lastop.StateProcessing,
-			Desc: lastop.DescVolumesNodeMissing, Detail: `nodes "` + node + `" not found`}, StageDeleteVM, 0)
+			Desc: lastop.DescVolumesNodeMissing, Detail: `node "` + node + `" not found`}, StageDeleteVM, 0)
 	case x.in.Node.VolumesAttached == 0:
 		// S3c.
 		x.advance(RuleDeleteVolumesDetached, lastop.Operation{Type: prev, State: lastop.StateProcessing,

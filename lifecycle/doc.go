@@ -96,7 +96,10 @@
 // may be marked Failed now (meltdown protection), once per owner per fleet
 // pass, and each machine's [Grant] goes into its Input; [Orphans] returns
 // the delete calls for instances no machine owns; [Summarize] counts the
-// fleet for metrics.
+// fleet for metrics. The fleet a shell passes them must show every status
+// it saved itself (its own writes laid over a cache that may lag them), and
+// the shell serialises the steps of machines of one owner, so two grants of
+// one computation are not both used before the first is saved.
 //
 // # What the input holds
 //

@@ -219,12 +219,17 @@ func (x *decider) unhealthy() {
 	timeout := x.cfg.healthTimeout(o)
 	deadline := x.deadlineBase(st.PhaseSince).Add(timeout)
 	if !x.expired(st.PhaseSince, timeout) {
+		// H11. A grant held from before (the timeout was raised, or an
+		// outage moved the deadline) is released, so the owner's others
+		// may be replaced.
+		set(x, &st.Flags, st.Flags&^FlagGranted)
 		x.until(deadline)
 		x.wait(WaitRecovery, st.PhaseSince, deadline)
 		return
 	}
 	if o.Overrides.DisableHealthTimeout {
-		// H10: no one-minute re-check either.
+		// H10: no one-minute re-check either; no grant is held.
+		set(x, &st.Flags, st.Flags&^FlagGranted)
 		x.rule(RuleHealthTimeoutDisabled)
 		x.resync()
 		x.wait(WaitRecovery, st.PhaseSince, 0)
@@ -260,18 +265,26 @@ func (x *decider) onConfirm(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	if n := x.node(); n != nil && x.healthy(n.Conditions) {
-		// Recovered while the provider was asked.
+	st := x.st
+	if n := x.node(); n != nil && x.healthy(n.Conditions) && st.Phase == phase.Unknown &&
+		st.ProviderID != "" && !st.Stage.creating() {
+		// Recovered while the provider was asked (H3 applies to Unknown
+		// only, and only with a recorded, initialized instance).
 		x.health()
 		return
 	}
 	x.ensure = true
-	st := x.st
 	code, class := x.classify(r)
 	switch {
-	case code == driverapi.OK, code == driverapi.NotFound, code == driverapi.Uninitialized:
+	case code == driverapi.OK, code == driverapi.NotFound, code == driverapi.Uninitialized, code == driverapi.Unimplemented:
+		// A definite answer; a provider that cannot report (Unimplemented)
+		// is answered as MCM, which never asks: Failed.
 		detail, errCode := "instance exists", ""
-		if code != driverapi.OK {
+		switch code {
+		case driverapi.OK:
+		case driverapi.Unimplemented:
+			detail, errCode = "status not implemented", code.String()
+		default:
 			detail, errCode = r.ErrorText(), code.String()
 		}
 		x.pin(RuleHealthTimeout)

@@ -265,9 +265,9 @@ type Outcome struct {
 // computes it with [Limit] once per owner per fleet pass and serialises
 // grants per owner.
 type Grant struct {
-	// Fail allows an Unknown machine past its health timeout to be marked
-	// Failed (after the provider is asked). A machine that already holds a
-	// grant (FlagGranted) keeps it.
+	// Fail allows an Unknown or InPlaceUpdateFailed machine past its health
+	// timeout to be marked Failed (after the provider is asked). A machine
+	// that already holds a grant (FlagGranted) keeps it while it may use it.
 	Fail bool
 }
 

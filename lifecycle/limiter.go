@@ -16,19 +16,37 @@ import (
 // sleeps (critique d.8). Here it is a pure function over the fleet, linear
 // in its size, keyed on the owner, with a configurable limit.
 
+// eligible reports whether the member is unhealthy past its health
+// timeout (counted from the observer's recovery at the latest) and may be
+// marked Failed.
+func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
+	if m.Deleting || m.DisableHealthTimeout || m.PhaseSince == 0 ||
+		(m.Phase != phase.Unknown && m.Phase != phase.InPlaceUpdateFailed) {
+		return false
+	}
+	timeout := cfg.HealthTimeout
+	if m.HealthTimeout > 0 {
+		timeout = m.HealthTimeout
+	}
+	return now.Sub(later(m.PhaseSince, healthySince)) > timeout
+}
+
 // inFlight reports whether the member counts against its owner's limit: it
-// is being replaced, created or deleted, or holds a grant not yet seen
-// Failed. Running, Unknown (without a grant) and Available machines do not.
-// Each machine counts once (MCM counts a Terminating machine twice).
-func (m *Member) inFlight() bool {
+// is being created, replaced or deleted (every phase but Running, Available,
+// Unknown and InPlaceUpdateFailed, and every deleting machine), or it is
+// unhealthy and holds a grant it may still use. Unhealthy machines without
+// a grant do not count, so they never block each other (MCM counts an
+// InPlaceUpdateFailed machine, which blocks it and its peers, critique d.8),
+// and each machine counts once (MCM counts a Terminating machine twice).
+func (m *Member) inFlight(eligible bool) bool {
 	if m.Deleting {
 		return true
 	}
 	switch m.Phase {
 	case phase.Running, phase.Available:
 		return false
-	case phase.Unknown:
-		return m.Flags.Has(FlagGranted)
+	case phase.Unknown, phase.InPlaceUpdateFailed:
+		return m.Flags.Has(FlagGranted) && eligible
 	}
 	return true
 }
@@ -36,54 +54,48 @@ func (m *Member) inFlight() bool {
 // Limit decides, for every machine of the fleet, whether it may be marked
 // Failed now: out[i] is the grant of fleet[i]. It groups machines by owner
 // (owner-less machines form one group, MCM #1077), counts those in flight,
-// keeps the grants machines already hold, and grants Unknown or
-// InPlaceUpdateFailed machines past their health timeout, oldest first,
-// until Config.Replacements machines of the owner are in flight. While the
-// observer is degraded it grants nothing new.
+// keeps the grants machines hold while they may still use them, and grants
+// Unknown or InPlaceUpdateFailed machines past their health timeout, oldest
+// first, until Config.Replacements machines of the owner are in flight.
+// While the observer is degraded it grants nothing new.
 //
-// The shell computes it once per fleet pass, passes each machine its grant
-// in Input.Grant, and serialises the steps of machines of one owner so two
-// grants of one computation are not both used before the status of the
-// first is saved. Limit is linear in the fleet (plus sorting the machines
-// it may grant); out is reused when its capacity suffices.
+// The shell computes it once per fleet pass from a fleet that shows every
+// status the shell itself has saved (its own writes laid over a cache that
+// may lag them: a machine granted and saved Failed must not look Unknown
+// without its grant), passes each machine its grant in Input.Grant, and
+// serialises the steps of machines of one owner, so two grants of one
+// computation are not both used before the status of the first is saved.
+// Limit is linear in the fleet (plus sorting the machines it may grant); out
+// is reused when its capacity suffices.
 func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) []Grant {
 	out = slices.Grow(out[:0], len(fleet))[:len(fleet)]
 	clear(out)
 	type group struct{ total, inFlight int }
-	groups := make(map[string]*group)
-	for i := range fleet {
-		m := &fleet[i]
-		g := groups[m.Owner]
-		if g == nil {
-			g = &group{}
-			groups[m.Owner] = g
-		}
-		g.total++
-		if m.inFlight() {
-			g.inFlight++
-		}
-		if m.Flags.Has(FlagGranted) && (m.Phase == phase.Unknown || m.Phase == phase.InPlaceUpdateFailed) && !m.Deleting {
-			out[i].Fail = true
-		}
-	}
-	if observer.Degraded {
-		return out
-	}
-	// Candidates: unhealthy past the health timeout, without a grant.
-	var candidates []int
+	index := make(map[string]int)
+	var groups []group
 	n := StampOf(now)
 	healthySince := StampOf(observer.Since)
+	if observer.Degraded {
+		healthySince = n // nothing is past its timeout while degraded
+	}
+	var candidates []int
 	for i := range fleet {
 		m := &fleet[i]
-		if m.Deleting || m.DisableHealthTimeout || m.Flags.Has(FlagGranted) ||
-			(m.Phase != phase.Unknown && m.Phase != phase.InPlaceUpdateFailed) || m.PhaseSince == 0 {
-			continue
+		gi, ok := index[m.Owner]
+		if !ok {
+			gi = len(groups)
+			index[m.Owner] = gi
+			groups = append(groups, group{})
 		}
-		timeout := cfg.HealthTimeout
-		if m.HealthTimeout > 0 {
-			timeout = m.HealthTimeout
+		eligible := m.eligible(cfg, n, healthySince)
+		groups[gi].total++
+		if m.inFlight(eligible) {
+			groups[gi].inFlight++
 		}
-		if n.Sub(later(m.PhaseSince, healthySince)) > timeout {
+		switch {
+		case eligible && m.Flags.Has(FlagGranted):
+			out[i].Fail = true
+		case eligible && !observer.Degraded:
 			candidates = append(candidates, i)
 		}
 	}
@@ -95,22 +107,10 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 		return cmp.Compare(ma.Name, mb.Name)
 	})
 	for _, i := range candidates {
-		m := &fleet[i]
-		g := groups[m.Owner]
-		limit := cfg.Replacements.max(g.total)
-		// An InPlaceUpdateFailed candidate counts itself as in flight (its
-		// phase is not Running or Unknown); it must not block itself, which
-		// MCM's count does (critique d.8).
-		busy := g.inFlight
-		if m.inFlight() {
-			busy--
-		}
-		if busy < limit {
+		g := &groups[index[fleet[i].Owner]]
+		if g.inFlight < cfg.Replacements.max(g.total) {
 			out[i].Fail = true
 			g.inFlight++
-			if m.inFlight() {
-				g.inFlight-- // already counted
-			}
 		}
 	}
 	return out

@@ -133,7 +133,7 @@ func TestLimit(t *testing.T) {
 			want:  []int{0},
 		},
 		{
-			name: "observer degraded: no new grant, held grants kept",
+			name: "observer degraded: nothing is past its timeout, held grants are not usable",
 			cfg:  base,
 			obs:  lifecycle.Observer{Degraded: true},
 			fleet: func() []lifecycle.Member {
@@ -141,7 +141,23 @@ func TestLimit(t *testing.T) {
 				held.Flags = lifecycle.FlagGranted
 				return []lifecycle.Member{held, member("b", "p", phase.Unknown, 0)}
 			}(),
+		},
+		{
+			name: "two InPlaceUpdateFailed machines of one owner do not block each other (MCM critique d.8)",
+			cfg:  base,
+			fleet: []lifecycle.Member{member("a", "o", phase.InPlaceUpdateFailed, 0),
+				member("b", "o", phase.InPlaceUpdateFailed, 1)},
 			want: []int{0},
+		},
+		{
+			name: "a held grant no longer usable (timeout disabled or not reached) is dropped and not counted",
+			cfg:  base,
+			fleet: func() []lifecycle.Member {
+				held := member("a", "o", phase.Unknown, 25) // within its timeout again
+				held.Flags = lifecycle.FlagGranted
+				return []lifecycle.Member{held, member("b", "o", phase.Unknown, 0)}
+			}(),
+			want: []int{1},
 		},
 		{
 			name:  "after an outage the timeout counts from the recovery",

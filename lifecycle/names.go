@@ -41,9 +41,11 @@ const (
 
 // BootstrapTokenID returns the ID of the bootstrap token of a machine, as MCM
 // derives it: the first 6 hexadecimal digits of the last 5 bytes of the
-// machine name (fewer bytes when the name is shorter). The token's secret is
-// kube-system/bootstrap-token-<ID>. It allocates; shells call it, the core
-// only names the machine in its token effects.
+// machine name. A name of fewer than 3 bytes (on which MCM panics) is
+// left-padded with zeros, so the ID always has the 6 characters a bootstrap
+// token ID needs. The token's secret is kube-system/bootstrap-token-<ID>. It
+// allocates; shells call it, the core only names the machine in its token
+// effects.
 func BootstrapTokenID(machineName string) string {
 	const hexdigits = "0123456789abcdef"
 	tail := machineName
@@ -54,8 +56,8 @@ func BootstrapTokenID(machineName string) string {
 	for i := 0; i < len(tail); i++ {
 		buf = append(buf, hexdigits[tail[i]>>4], hexdigits[tail[i]&0x0f])
 	}
-	if len(buf) > 6 {
-		buf = buf[:6]
+	for len(buf) < 6 {
+		buf = append([]byte{'0'}, buf...)
 	}
-	return string(buf)
+	return string(buf[:6])
 }

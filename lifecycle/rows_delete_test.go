@@ -467,7 +467,7 @@ func TestDeletionVolumeRows(t *testing.T) {
 			name: "S3b the node is gone: on to DeleteMachine",
 			in:   func() lifecycle.Input { in := atVolumes(); in.Node = lifecycle.Node{}; return in },
 			want: want{rule: lifecycle.RuleDeleteVolumesNodeMissing, phase: phase.Terminating, period: retry.Short, changed: true,
-				op:      delOp(lastop.StateProcessing, `Skipping deleteNodeVolAttachments due to - nodes "node-vm-1" not found. Moving to VM Deletion. Initiate VM deletion`),
+				op:      delOp(lastop.StateProcessing, `Skipping deleteNodeVolAttachments due to - node "node-vm-1" not found. Moving to VM Deletion. Initiate VM deletion`),
 				effects: []string{deleteVMCall}},
 		},
 		{
@@ -629,14 +629,62 @@ func TestDeletionNodeRows(t *testing.T) {
 	})
 }
 
-// When forced, a failed condition update moves on too (MCM only logs it and
-// goes on to cordon and drain).
-func TestForcedDrainMovesOnAfterAFailedConditionUpdate(t *testing.T) {
+// When forced, a failed condition update does not stop the cordon and the
+// drain (MCM only logs it): they are asked again without the condition, and
+// a failure of those goes on to the volume attachments.
+func TestForcedDrainAfterAFailedConditionUpdate(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
 	in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
 	in.Object.ForceDeletion = true
-	d := step(t, lifecycle.DefaultConfig(), writeStopped(in, 0, lifecycle.WriteFailed, "etcd timeout"))
-	require.Equal(t, lifecycle.RuleDeleteDrainForcedOn, d.Rule)
-	require.True(t, d.Status.Flags.Has(lifecycle.FlagDrainForced))
+	in.VolumeAttachments = 1
+	next := writeStopped(in, 0, lifecycle.WriteConflict, "the object has been modified")
+	d := step(t, cfg, next)
+	require.Equal(t, lifecycle.RuleDeleteDrainForce, d.Rule)
+	require.Equal(t, []string{cordonNode, drainForced}, d.Lines())
+	// The cordon and drain succeed: Force Drain successful.
+	ok := step(t, cfg, then(next, d, driverapi.Result{}))
+	require.Equal(t, lifecycle.RuleDeleteForceDrained, ok.Rule)
+	// The drain fails: deletion goes on (S2g).
+	next2 := next
+	next2.Status = d.Status
+	next2.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: 1, Stopped: lifecycle.WriteFailed, Error: pdbError}
+	failed := step(t, cfg, next2)
+	require.Equal(t, lifecycle.RuleDeleteDrainForcedOn, failed.Rule)
+	require.True(t, failed.Status.Flags.Has(lifecycle.FlagDrainForced))
+}
+
+// A node of the recorded name that carries another instance's providerID
+// (a name reused with an IP) is neither drained nor deleted.
+func TestDeletionLeavesANodeOfAnotherInstanceAlone(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
+	in.Node.ProviderID = "fake:///eu-1/vm-other" // same name, another instance
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteDrainSkipped, d.Rule)
+	require.Equal(t, []string{deleteVMCall}, d.Lines())
+	in = terminating(lifecycle.StageDeleteNode, lifecycle.FlagDrainSkipped|lifecycle.FlagTerminated, lastop.DescVMDeleted)()
+	in.Node.ProviderID = "fake:///eu-1/vm-other"
+	d = step(t, cfg, in)
+	require.Equal(t, []string{removeFinal}, d.Lines(), "not deleted")
+}
+
+// MCM checks the class (X0) before the finalizer (X2).
+func TestDeletionChecksTheClassFirst(t *testing.T) {
+	in := deletingInput()
+	in.Object.Finalizer = false
+	in.Problem = lifecycle.ProblemClassNotReady
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, lifecycle.RuleDeleteProblem, d.Rule)
+	require.Equal(t, retry.Short, d.Period)
+}
+
+// A NotReady condition without a transition time has been so forever (MCM's
+// time.Since of the zero time): the drain is forced.
+func TestDrainForcedByAConditionWithoutTime(t *testing.T) {
+	in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
+	in.Status.Conditions = []lifecycle.Condition{{Type: "Ready", Status: lifecycle.ConditionFalse}}
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, "drain node-vm-1 timeout=2h0m0s retries=360 force", d.Lines()[2])
 }
 
 // Critique d.9: a Failed machine's node is marked Terminating with reason

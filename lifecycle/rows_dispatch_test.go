@@ -140,6 +140,7 @@ func TestDispatchRows(t *testing.T) {
 			in: func() lifecycle.Input {
 				in := newInput()
 				in.Status.Phase = phase.CrashLoopBackOff
+				in.Status.PhaseSince = lifecycle.StampOf(t0)
 				in.Status.Stage = lifecycle.StageCreating
 				return in
 			},

@@ -54,6 +54,8 @@ var (
 	joinedOp  = op{lastop.TypeCreate, lastop.StateSuccessful, "", "Machine machine-1 successfully joined the cluster in 3m0s"}
 	unknownOp = op{lastop.TypeHealthCheck, lastop.StateProcessing, "",
 		"Machine machine-1 is unhealthy - changing MachinePhase to Unknown. Node conditions: " + notReadyText}
+	healthyText = "[{Type:Ready Status:True LastHeartbeatTime:0001-01-01 00:00:00 +0000 UTC LastTransitionTime:2026-11-01 10:02:00 +0000 UTC Reason: Message:} " +
+		"{Type:DiskPressure Status:False LastHeartbeatTime:0001-01-01 00:00:00 +0000 UTC LastTransitionTime:0001-01-01 00:00:00 +0000 UTC Reason: Message:}]"
 	notReadyText = "[{Type:Ready Status:False LastHeartbeatTime:0001-01-01 00:00:00 +0000 UTC LastTransitionTime:2026-11-01 10:50:00 +0000 UTC Reason:KubeletNotReady Message:} " +
 		"{Type:DiskPressure Status:False LastHeartbeatTime:0001-01-01 00:00:00 +0000 UTC LastTransitionTime:0001-01-01 00:00:00 +0000 UTC Reason: Message:}]"
 )
@@ -243,6 +245,31 @@ func TestHealthRows(t *testing.T) {
 				effects: []string{"event Warning MachineFailed (health.timeout)"}},
 		},
 		{
+			name: "H9 InPlaceUpdateFailed with a healthy node is failed all the same (H3 excludes it), once asked",
+			in: func() lifecycle.Input {
+				in := unknownInput()
+				in.Status.Phase = phase.InPlaceUpdateFailed
+				in.Node = healthyNode()
+				in.Status.Conditions = in.Node.Conditions
+				in.Grant.Fail = true
+				return in
+			},
+			results: []driverapi.Result{ok(providerID, nodeName)},
+			want: want{rule: lifecycle.RuleHealthTimeout, phase: phase.Failed, period: retry.Long, changed: true,
+				op: op{lastop.TypeHealthCheck, lastop.StateFailed, "",
+					"Machine machine-1 health checks failing since last 10m0s; provider reports: instance exists. Updating machine phase to Failed. Node Conditions: " + healthyText},
+				effects: []string{"event Warning MachineFailed (health.timeout)"}},
+		},
+		{
+			name:    "H9 a provider without GetMachineStatus (Unimplemented) is answered as MCM: Failed",
+			in:      func() lifecycle.Input { in := unknownInput(); in.Grant.Fail = true; return in },
+			results: []driverapi.Result{unimplemented},
+			want: want{rule: lifecycle.RuleHealthTimeout, phase: phase.Failed, period: retry.Long, changed: true,
+				op: op{lastop.TypeHealthCheck, lastop.StateFailed, "Unimplemented",
+					"Machine machine-1 health checks failing since last 10m0s; provider reports: status not implemented. Updating machine phase to Failed. Node Conditions: " + notReadyText},
+				effects: []string{"event Warning MachineFailed (health.timeout)"}},
+		},
+		{
 			name: "H10 timed out but disableHealthTimeout: nothing, Long",
 			in: func() lifecycle.Input {
 				in := unknownInput()
@@ -308,12 +335,10 @@ func TestThrottleRows(t *testing.T) {
 	awaiting := want{rule: lifecycle.RuleHealthAwaitGrant, phase: phase.Unknown, op: unknownOp, period: retry.Short}
 	runRows(t, []rowCase{
 		{
-			name: "T1 no grant could be computed (MCM: permit not acquired within 1s): wait Short, no write",
-			in:   unknownInput,
-			want: awaiting,
-		},
-		{
-			name: "T2 the fleet could not be listed: no grant, wait Short",
+			// MCM's permit (T1) and listing (T2) become the shell's one
+			// computation of Limit: when it could not be made, the machine
+			// gets no grant, which is this input.
+			name: "T1, T2 no grant could be computed (permit not acquired, fleet not listed): wait Short, no write",
 			in:   unknownInput,
 			want: awaiting,
 		},
@@ -388,4 +413,60 @@ func TestGrantReleasedOnRecovery(t *testing.T) {
 	d := step(t, lifecycle.DefaultConfig(), in)
 	require.Equal(t, phase.Running, d.Status.Phase)
 	require.False(t, d.Status.Flags.Has(lifecycle.FlagGranted))
+}
+
+// DESIGN section 5: while the observer is degraded nothing is marked Failed,
+// also when it turns degraded between a call and its outcome.
+func TestNothingFailedWhenTheObserverDegradesMidStep(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := unknownInput()
+	in.Grant.Fail = true
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleHealthConfirm, d.Rule)
+	next := then(in, d, ok(providerID, nodeName))
+	next.Observer = lifecycle.Observer{Degraded: true, Since: next.Now}
+	got := step(t, cfg, next)
+	require.Equal(t, lifecycle.RuleFrozen, got.Rule)
+	require.Equal(t, phase.Unknown, got.Status.Phase)
+	require.True(t, got.Status.Flags.Has(lifecycle.FlagGranted), "the grant stays for after the outage")
+
+	creating := newInput()
+	creating.Status.Stage = lifecycle.StageCreating
+	creating.Now = t0.Add(21 * time.Minute)
+	d = step(t, cfg, creating)
+	require.Equal(t, lifecycle.RuleCreateTimeoutLookup, d.Rule)
+	next = then(creating, d, notFound)
+	next.Observer = lifecycle.Observer{Degraded: true, Since: next.Now}
+	got = step(t, cfg, next)
+	require.Equal(t, lifecycle.RuleFrozen, got.Rule)
+	require.Equal(t, phase.None, got.Status.Phase)
+}
+
+// A grant is released when it can no longer be used (the timeout raised or
+// disabled), so the owner's other machines may be replaced.
+func TestGrantReleasedWhenTheTimeoutMoves(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := unknownInput()
+	in.Status.Flags |= lifecycle.FlagGranted
+	in.Object.Overrides.HealthTimeout = time.Hour
+	require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagGranted))
+	in.Object.Overrides = lifecycle.Overrides{DisableHealthTimeout: true}
+	require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagGranted))
+}
+
+// A machine past creation without a recorded instance asks the provider at
+// most every Long period; in between, health decides.
+func TestLookupOfAMissingInstanceIsThrottled(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := runningInput()
+	in.Status.ProviderID, in.Object.ProviderID, in.Node.ProviderID = "", "", ""
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+	d = step(t, cfg, then(in, d, notFound))
+	require.Equal(t, lifecycle.RuleCreateInstanceMissing, d.Rule)
+	in.Status, in.Outcome = d.Status, nil
+	in.Now = in.Now.Add(time.Minute)
+	require.NotEqual(t, driverapi.MethodGetStatus, step(t, cfg, in).Call.Method)
+	in.Now = in.Now.Add(retry.Long)
+	require.Equal(t, lifecycle.RuleCreateLookup, step(t, cfg, in).Rule)
 }

@@ -48,7 +48,9 @@ const (
 	RuleClassNotReady
 	// RuleInvalidNodeTemplate: the class's node template is invalid (D6).
 	RuleInvalidNodeTemplate
-	// RuleIdle: nothing to do until the next resync (D10).
+	// RuleIdle: nothing to do until the next resync or check (D10; also a
+	// machine in MCM's in-place phases, or Terminating without a deletion
+	// time).
 	RuleIdle
 	// RuleAwaitReplacement: the machine is Failed; its owner replaces it.
 	RuleAwaitReplacement
@@ -117,8 +119,9 @@ const (
 	// RuleCreateAvailable: the instance is created and initialized and there
 	// is no target cluster (B6, B8).
 	RuleCreateAvailable
-	// RuleCreateTimeout: a machine still being created passed its creation
-	// timeout, whatever its phase (MCM #1110).
+	// RuleCreateTimeout: a machine still being created (no phase or
+	// CrashLoopBackOff, whatever its stage) passed its creation timeout (MCM
+	// #1110).
 	RuleCreateTimeout
 	// RuleCreateBackoff: a creation step failed; waiting for its retry time
 	// (Status.RetryAfter).

@@ -154,8 +154,16 @@ func TestScenarioUnknownToFailedUnderTheLimiter(t *testing.T) {
 	b.Grant = grants[1]
 	require.Equal(t, lifecycle.RuleHealthAwaitGrant, step(t, cfg, b).Rule)
 
-	// The owner replaced a: it is gone from the fleet. b is granted.
-	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, fleet(&b))
+	// The owner replaces a: a is deleted and its replacement is Pending,
+	// in flight, so b still waits: an outage is worked off one replacement
+	// at a time, each to Running.
+	repl := lifecycle.Member{Name: "machine-3", UID: "uid-3", Owner: a.Object.Owner, Phase: phase.Pending,
+		PhaseSince: lifecycle.StampOf(b.Now)}
+	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, append(fleet(&b), repl))
+	require.False(t, grants[0].Fail)
+	// The replacement joined: b is granted.
+	repl.Phase = phase.Running
+	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, append(fleet(&b), repl))
 	require.True(t, grants[0].Fail)
 	b.Grant = grants[0]
 	db = step(t, cfg, b)

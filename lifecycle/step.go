@@ -167,6 +167,15 @@ func (x *decider) outcome() bool {
 		// within the pass: see running).
 		return false
 	}
+	if x.in.Observer.Degraded && !x.deleting() {
+		// The observer turned degraded while the driver was asked: nothing
+		// is concluded now (D4); the question is asked again once it
+		// recovers. The stage and any grant stay.
+		x.rule(RuleFrozen)
+		x.requeue(retry.Long)
+		x.wait(WaitObserver, StampOf(x.in.Observer.Since), 0)
+		return true
+	}
 	switch {
 	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateLookup:
 		x.onLookup(r)
@@ -229,12 +238,28 @@ func (x *decider) dispatch() {
 		return
 	}
 	st := x.st
+	if st.Flags.Has(FlagStaleInstance) && st.ProviderID == "" {
+		// Nothing names the stale instance any more: the flag is void.
+		set(x, &st.Flags, st.Flags&^FlagStaleInstance)
+	}
+	if st.PhaseSince == 0 && st.Phase != phase.None {
+		// A clock every deadline of the phase counts from; a status without
+		// it (adopted, or damaged) starts it now rather than never or at
+		// once.
+		x.anomaly(AnomalyMissingStamp)
+		set(x, &st.PhaseSince, x.now)
+	}
+	if st.Stage.creating() && !x.creating() && st.Phase != phase.Failed {
+		// Only a machine being created (or Failed by its creation timeout)
+		// has a creation stage; anything else is void.
+		x.setStage(StageNone)
+	}
 	switch {
 	case st.Flags.Has(FlagStaleInstance):
 		x.discardStale()
 	case st.Phase == phase.Failed:
 		x.health()
-	case st.Phase == phase.None, st.Phase == phase.CrashLoopBackOff, st.Stage.creating():
+	case st.Phase == phase.None, st.Phase == phase.CrashLoopBackOff:
 		x.create()
 	case st.Phase == phase.Available, st.Phase == phase.Terminating:
 		// Available has no node to watch (D10). Terminating without a
@@ -260,6 +285,11 @@ func (x *decider) adoptIdentity() {
 		pid, node = x.in.Node.ProviderID, x.in.Node.Name
 	}
 	if pid == "" {
+		if at := st.RetryAfter; at > x.now && at.Sub(x.now) <= x.maxBackoff() {
+			// Looked up lately: health decides until the next lookup.
+			x.health()
+			return
+		}
 		x.create()
 		return
 	}
