@@ -45,9 +45,17 @@ func (x *decider) create() {
 	}
 	x.ensure = true
 	if x.holdRetry(RuleCreateBackoff) {
+		if x.creating() {
+			x.capAt(x.creationDeadline())
+		}
 		return
 	}
 	x.lookup()
+}
+
+// creationDeadline is when the creation timeout passes.
+func (x *decider) creationDeadline() Stamp {
+	return x.deadlineBase(StampOf(x.in.Object.CreationTime)).Add(x.cfg.creationTimeout(&x.in.Object))
 }
 
 // creating reports whether the machine is still being created: no phase
@@ -96,6 +104,7 @@ func (x *decider) fail(op lastop.Operation) {
 	if x.setPhase(phase.Failed) {
 		x.setOp(op)
 		x.event(x.d.Rule, true)
+		x.dropToken()
 	}
 	x.resync()
 	x.wait(WaitReplacement, x.st.PhaseSince, 0)
@@ -564,4 +573,7 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	x.setOp(op)
 	x.backoff(period, st.Failures.Create)
 	x.retryLater()
+	// The creation timeout is checked when the retry comes; it must not
+	// come after the timeout.
+	x.capAt(x.creationDeadline())
 }

@@ -80,6 +80,7 @@ func (x *decider) beginDeletion() {
 	x.setPhase(phase.Terminating)
 	x.setOp(lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
 	x.event(RuleDeleteBegins, false)
+	x.dropToken()
 	x.requeue(retry.Short)
 }
 
@@ -279,9 +280,15 @@ type drainMode struct {
 func (x *decider) drainMode() drainMode {
 	o := &x.in.Object
 	m := drainMode{timeout: x.cfg.drainTimeout(o), retries: x.cfg.maxEvictRetries(o)}
-	timedOut := x.elapsed(StampOf(o.DeletionTime)) > m.timeout
-	if o.ForceDeletion || timedOut {
+	spent := x.elapsed(StampOf(o.DeletionTime))
+	if o.ForceDeletion || spent > m.timeout {
 		return drainMode{force: true, timeout: x.cfg.ForcedDrainTimeout, retries: x.cfg.ForcedEvictRetries}
+	}
+	if left := m.timeout - spent; x.st.Failures.Delete > 0 && left < m.timeout {
+		// A retried drain gets the time left before the drain timeout
+		// forces it (at least a forced drain's), not the whole timeout
+		// again; the first gets MCM's whole timeout.
+		m.timeout = max(left, x.cfg.ForcedDrainTimeout)
 	}
 	for _, c := range x.st.Conditions {
 		switch {
@@ -365,6 +372,9 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 		desc = lastop.DescDrainConditionFailed // S2b
 	}
 	x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
+	// The drain timeout forces the drain when the retry comes; it must not
+	// come after the timeout.
+	x.capAt(StampOf(x.in.Object.DeletionTime).Add(x.cfg.drainTimeout(&x.in.Object)))
 }
 
 // volumes is S3, after a forced drain: wait until the node's volume

@@ -64,6 +64,9 @@ func (x *decider) health() {
 		x.rule(RuleAwaitReplacement)
 		x.resync()
 		x.wait(WaitReplacement, st.PhaseSince, 0)
+		if x.in.Outcome == nil {
+			x.dropToken() // emitted again at each pass start while it exists
+		}
 	case phase.Unknown, phase.InPlaceUpdateFailed:
 		x.unhealthy()
 	default:

@@ -538,6 +538,26 @@ func (x *decider) node() *Node {
 	return n
 }
 
+// capAt shortens the requeue so the next reconcile comes just after at, a
+// deadline that would otherwise pass unnoticed.
+func (x *decider) capAt(at Stamp) {
+	if at <= x.now {
+		return
+	}
+	if d := at.Sub(x.now) + time.Second; d < x.d.Requeue {
+		x.d.Requeue = d
+	}
+}
+
+// dropToken deletes the bootstrap token of a machine that will never join
+// (Failed, or being deleted) while it still exists; MCM leaves it until it
+// expires.
+func (x *decider) dropToken() {
+	if x.in.TokenExists && !x.cfg.NoTargetCluster {
+		x.emit(Effect{Kind: KindDeleteBootstrapToken, Value: x.in.Object.Name})
+	}
+}
+
 // elapsed returns now - since, clamped at zero for a clock behind since.
 func (x *decider) elapsed(since Stamp) time.Duration {
 	if since == 0 {

@@ -1,0 +1,277 @@
+package lifecycle_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// machineWorld is one machine, its node, its token and a fault-injecting
+// provider, driven by a shell that carries decisions out as the caller's
+// obligations say, except when the test makes it crash or lose a write.
+type machineWorld struct {
+	t   *rapid.T
+	cfg lifecycle.Config
+	now time.Time
+
+	obj   lifecycle.Object
+	saved lifecycle.Status // the persisted status
+	gone  bool
+	token bool
+
+	node       lifecycle.Node // Name "" when no node
+	nodeHealth lifecycle.ConditionStatus
+
+	observer lifecycle.Observer
+	grant    bool
+	prov     *lifecycletest.Provider
+
+	faults bool // faults, crashes and lost writes are drawn
+	steps  int
+}
+
+func newMachineWorld(t *rapid.T) *machineWorld {
+	w := &machineWorld{t: t, cfg: lifecycle.DefaultConfig(), now: t0, prov: lifecycletest.NewProvider(),
+		faults: true, nodeHealth: lifecycle.ConditionTrue}
+	w.cfg.CreationTimeout = 20 * time.Minute
+	w.obj = lifecycle.Object{Name: machineName, UID: machineUID, Owner: "ms", CreationTime: t0}
+	w.prov.Now = func() time.Time { return w.now }
+	w.prov.Fault = func(m driverapi.Method) lifecycletest.Fault {
+		if !w.faults {
+			return lifecycletest.Fault{}
+		}
+		switch rapid.IntRange(0, 9).Draw(t, "fault "+m.String()) {
+		case 0:
+			return lifecycletest.Fault{Code: rapid.SampledFrom([]driverapi.Code{driverapi.Unavailable,
+				driverapi.ResourceExhausted, driverapi.Internal, driverapi.DeadlineExceeded}).Draw(t, "code"),
+				After: rapid.Bool().Draw(t, "after")}
+		case 1:
+			return lifecycletest.Fault{Undecodable: true}
+		}
+		return lifecycletest.Fault{}
+	}
+	w.prov.Drop = func(string) bool { return w.faults && rapid.IntRange(0, 3).Draw(t, "drop") == 0 }
+	return w
+}
+
+// input is what the shell observes now.
+func (w *machineWorld) input() lifecycle.Input {
+	in := lifecycle.Input{Now: w.now, Object: w.obj, Status: w.saved, TokenExists: w.token,
+		Observer: w.observer, Grant: lifecycle.Grant{Fail: w.grant}}
+	if w.gone {
+		in.Object = lifecycle.Object{}
+	}
+	if w.node.Found() {
+		in.Node = w.node
+		in.Node.Conditions = []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: w.nodeHealth,
+			Since: lifecycle.StampOf(t0)}}
+	}
+	return in
+}
+
+// pass runs one reconcile pass and checks every decision's promises.
+func (w *machineWorld) pass() {
+	in := w.input()
+	for range lifecycle.MaxStepsPerPass {
+		d := lifecycle.Step(w.cfg, in)
+		w.steps++
+		if err := lifecycletest.Check(&w.cfg, &in, &d); err != nil {
+			w.t.Fatalf("%v\n%s", err, d.String())
+		}
+		if d.Rule == lifecycle.RuleDeleteDone || d.Rule == lifecycle.RuleNoMachine {
+			return
+		}
+		out := &lifecycle.Outcome{OpID: d.OpID}
+		if d.Changed {
+			if w.faults && rapid.IntRange(0, 19).Draw(w.t, "lost status write") == 0 {
+				out.Persist = lifecycle.WriteConflict
+				in = w.input()
+				in.Outcome = out
+				d = lifecycle.Step(w.cfg, in)
+				if err := lifecycletest.Check(&w.cfg, &in, &d); err != nil {
+					w.t.Fatalf("%v\n%s", err, d.String())
+				}
+				return
+			}
+			w.saved = d.Status
+		}
+		if d.Done() {
+			return
+		}
+		for _, e := range d.Effects.Slice() {
+			if e.Kind == lifecycle.KindCallDriver {
+				out.Result = driverapi.Invoke(context.Background(), w.prov, d.Call, driverapi.Class{})
+			} else if wr := w.apply(e); wr != lifecycle.WriteOK {
+				out.Stopped, out.Error = wr, "injected"
+				break
+			}
+			out.Ran++
+			if w.faults && rapid.IntRange(0, 14).Draw(w.t, "crash") == 0 {
+				return // the controller died after this effect
+			}
+		}
+		in = w.input()
+		in.Status, in.Outcome = d.Status, out
+		if d.Call.Method == driverapi.MethodCreate && w.node.Name == out.Result.NodeName && out.Result.NodeName != "" {
+			in.CreatedNode = in.Node
+		}
+	}
+}
+
+// apply carries out one effect that is not a driver call.
+func (w *machineWorld) apply(e lifecycle.Effect) lifecycle.Write {
+	if w.faults && e.Kind != lifecycle.KindEvent && rapid.IntRange(0, 19).Draw(w.t, "write fails "+e.Kind.String()) == 0 {
+		return lifecycle.WriteFailed
+	}
+	o := &w.obj
+	switch e.Kind {
+	case lifecycle.KindEnsureFinalizer:
+		o.Finalizer = true
+	case lifecycle.KindRemoveFinalizer:
+		o.Finalizer = false
+		if !o.DeletionTime.IsZero() {
+			w.gone = true
+		}
+	case lifecycle.KindEnsureNodeLabel:
+		o.NodeLabel = e.Value
+	case lifecycle.KindEnsurePriority:
+		o.Priority = e.Value
+	case lifecycle.KindEnsureProviderID:
+		o.ProviderID = e.Value
+	case lifecycle.KindRemoveTaint:
+		w.node.Taints &^= lifecycle.InstanceNotReady
+	case lifecycle.KindLabelNode:
+		w.node.MachineName = e.Value
+	case lifecycle.KindEnsureBootstrapToken:
+		w.token = true
+	case lifecycle.KindDeleteBootstrapToken:
+		w.token = false
+	case lifecycle.KindDeleteNode:
+		if !w.node.Found() || w.node.Name != e.Node {
+			return lifecycle.WriteNotFound
+		}
+		w.node = lifecycle.Node{}
+	}
+	return lifecycle.WriteOK
+}
+
+// tick advances time and lets the provider's instance register its node.
+func (w *machineWorld) tick(d time.Duration) {
+	w.now = w.now.Add(d)
+	if w.node.Found() {
+		return
+	}
+	for _, pid := range w.prov.OwnedBy(machineUID) {
+		i := w.prov.Instances[pid]
+		if i.Initialized && w.now.Sub(i.Created) > 90*time.Second {
+			w.node = lifecycle.Node{Name: i.NodeName, ProviderID: pid, Taints: lifecycle.InstanceNotReady}
+			return
+		}
+	}
+}
+
+// invariants are the promises across steps: one instance per incarnation,
+// and none left once the machine is gone.
+func (w *machineWorld) invariants() {
+	owned := w.prov.OwnedBy(machineUID)
+	if len(owned) > 1 {
+		w.t.Fatalf("double create: %v", owned)
+	}
+	if w.gone && len(owned) > 0 {
+		w.t.Fatalf("the machine is gone, its instance %v is left", owned)
+	}
+	if !w.saved.Phase.Valid() {
+		w.t.Fatalf("invalid phase %v", w.saved.Phase)
+	}
+}
+
+// endState reports whether the machine reached one of the end states of
+// DESIGN section 6.
+func (w *machineWorld) endState() bool {
+	st := &w.saved
+	m := lifecycle.MemberOf(&w.cfg, &w.obj, st)
+	switch {
+	case w.gone:
+		return true
+	case !w.obj.DeletionTime.IsZero():
+		return false
+	case st.Phase == phase.Failed:
+		return true
+	case st.Phase == phase.Running:
+		return (!m.UpdatePending || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync
+	}
+	return false
+}
+
+// Random sequences of driver faults, node events, taints, time, deletion,
+// hot-update generations and metadata changes, observer outages, lost status
+// writes and crashes after any effect: every decision keeps the promises of
+// DESIGN section 6, no instance is created twice or left behind, and once
+// the faults stop the machine reaches an end state.
+func TestPropertyMachineLifecycle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := newMachineWorld(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"reconcile":       func(t *rapid.T) { w.pass() },
+			"reconcile again": func(t *rapid.T) { w.pass() },
+			"time passes": func(t *rapid.T) {
+				w.tick(time.Duration(rapid.IntRange(1, 1200).Draw(t, "seconds")) * time.Second)
+			},
+			"node health": func(t *rapid.T) {
+				w.nodeHealth = rapid.SampledFrom([]lifecycle.ConditionStatus{lifecycle.ConditionTrue,
+					lifecycle.ConditionFalse, lifecycle.ConditionUnknown}).Draw(t, "ready")
+			},
+			"node gone": func(t *rapid.T) {
+				if rapid.IntRange(0, 3).Draw(t, "really") == 0 {
+					w.node = lifecycle.Node{}
+				}
+			},
+			"critical taint": func(t *rapid.T) { w.node.Taints ^= lifecycle.CriticalComponentsNotReady },
+			"delete": func(t *rapid.T) {
+				if w.obj.DeletionTime.IsZero() {
+					w.obj.DeletionTime = w.now
+					// The API server removes an object without finalizers.
+					w.gone = !w.obj.Finalizer
+				}
+			},
+			"force deletion": func(t *rapid.T) { w.obj.ForceDeletion = true },
+			"hot update":     func(t *rapid.T) { w.obj.UpdateGeneration++ },
+			"metadata": func(t *rapid.T) {
+				w.obj.Metadata = rapid.MapOfN(rapid.SampledFrom([]string{"team", "pool"}),
+					rapid.SampledFrom([]string{"a", "b"}), 0, 2).Draw(t, "metadata")
+			},
+			"observer": func(t *rapid.T) {
+				degraded := rapid.Bool().Draw(t, "degraded")
+				if degraded != w.observer.Degraded {
+					w.observer = lifecycle.Observer{Degraded: degraded, Since: w.now}
+				}
+			},
+			"grant": func(t *rapid.T) { w.grant = rapid.Bool().Draw(t, "grant") },
+			"":      func(t *rapid.T) { w.invariants() },
+		})
+		// Every fault stops: the machine reaches an end state.
+		w.faults, w.grant = false, true
+		w.nodeHealth = lifecycle.ConditionTrue
+		if w.observer.Degraded {
+			w.observer = lifecycle.Observer{Since: w.now}
+		}
+		for i := 0; i < 200 && !w.endState(); i++ {
+			w.pass()
+			w.invariants()
+			w.tick(time.Minute)
+		}
+		if !w.endState() {
+			t.Fatalf("no end state after the faults stopped: phase %s stage %s flags %b rule %v, instances %v, node %+v",
+				w.saved.Phase.Label(), w.saved.Stage, w.saved.Flags, lifecycle.Step(w.cfg, w.input()).Rule,
+				maps.Keys(w.prov.Instances), w.node)
+		}
+	})
+}
