@@ -109,3 +109,22 @@ func TestTransientIsMCMsShortRetryClass(t *testing.T) {
 		require.Equal(t, transient[c], c.Transient(), c.String())
 	}
 }
+
+// FuzzParseCode: ParseCode never panics, and accepts exactly the names
+// Code.String gives for valid codes.
+func FuzzParseCode(f *testing.F) {
+	for _, c := range driverapi.Codes() {
+		f.Add(c.String())
+	}
+	f.Add("Code(18)")
+	f.Add("notfound")
+	f.Fuzz(func(t *testing.T, name string) {
+		c, err := driverapi.ParseCode(name)
+		if err != nil {
+			return
+		}
+		if !c.Valid() || c.String() != name {
+			t.Fatalf("ParseCode(%q) = %v", name, c)
+		}
+	})
+}

@@ -1,0 +1,40 @@
+package lifecycle_test
+
+import (
+	"reflect"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+)
+
+// stepProperty is the property of every decision: no panic, the input
+// unchanged, the same decision twice, and the promises of DESIGN section 6
+// that one decision shows.
+func stepProperty(t *rapid.T) {
+	cfg := lifecycletest.Configs().Draw(t, "config")
+	in := lifecycletest.Inputs(cfg).Draw(t, "input")
+	before := deepCopy(in)
+	d := lifecycle.Step(cfg, in)
+	if !reflect.DeepEqual(before, in) {
+		t.Fatalf("Step changed its input")
+	}
+	if again := lifecycle.Step(cfg, before); !reflect.DeepEqual(d, again) {
+		t.Fatalf("Step is not deterministic")
+	}
+	if err := lifecycletest.Check(&cfg, &in, &d); err != nil {
+		t.Fatalf("%v\ninput status: %+v\ndecision: %s", err, in.Status, d.String())
+	}
+}
+
+// FuzzStep decodes a configuration and an input from the fuzzer's bytes
+// (through the rapid generators) and checks every decision's promises.
+func FuzzStep(f *testing.F) {
+	for _, seed := range [][]byte{nil, {0}, {1, 2, 3, 4, 5, 6, 7, 8}, []byte("machine lifecycle"),
+		{255, 255, 255, 255, 0, 0, 0, 0, 17, 17, 17, 17}} {
+		f.Add(seed)
+	}
+	f.Fuzz(rapid.MakeFuzz(stepProperty))
+}
