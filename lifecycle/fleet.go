@@ -21,10 +21,13 @@ type Member struct {
 	Owner string
 	// ProviderID is the instance recorded in the machine's status.
 	ProviderID string
-	// Phase, Stage, Flags and PhaseSince are from the machine's status.
-	Phase      phase.Phase
-	Stage      Stage
-	Flags      Flags
+	// Phase is the machine's phase.
+	Phase phase.Phase
+	// Stage is the machine's stage.
+	Stage Stage
+	// Flags are the machine's status flags.
+	Flags Flags
+	// PhaseSince is when the machine entered its phase.
 	PhaseSince Stamp
 	// CreationTime and DeletionTime are the object's; DeletionTime is zero
 	// when the machine is not being deleted.

@@ -2,6 +2,7 @@ package phase
 
 // Edge is one declared phase change and the rule that takes it.
 type Edge struct {
+	// From and To are the phases before and after the change.
 	From, To Phase
 	// Why names the decision-table rows (MCM's, or this library's) that
 	// take the edge.

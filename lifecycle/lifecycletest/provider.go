@@ -12,6 +12,9 @@ import (
 
 // Instance is one instance of a [Provider].
 type Instance struct {
+	// ProviderID identifies the instance; MachineName, OwnerUID and Key are
+	// the name, UID and idempotency key it was created for; NodeName is the
+	// name of the node it registers.
 	ProviderID, MachineName, OwnerUID, Key, NodeName string
 	// Generation is the hot-update generation the instance is at.
 	Generation int64
@@ -51,8 +54,9 @@ type Provider struct {
 	Drop func(key string) bool
 	// Now, when set, gives creation times.
 	Now func() time.Time
-	// Calls counts calls by method; Created counts instances created.
-	Calls   [16]int
+	// Calls counts calls by method.
+	Calls [16]int
+	// Created counts instances created.
 	Created int
 	seq     int
 }

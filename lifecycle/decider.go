@@ -1,0 +1,273 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// The decider's bookkeeping: every flow changes the status, emits effects
+// and sets requeues through these methods, so phase edges, stamps, the
+// sequence number, op IDs and waits are kept in one place.
+
+// rule names the rule that decided, unless an outcome's row was pinned.
+func (x *decider) rule(r Rule) {
+	if !x.pinned {
+		x.d.Rule = r
+	}
+}
+
+// pin names the row an outcome decided; the decision may go on with the
+// next stages, whose rules then only name the op (act). The first pin of a
+// decision wins.
+func (x *decider) pin(r Rule) {
+	if !x.pinned {
+		x.d.Rule = r
+		x.pinned = true
+	}
+}
+
+// act names the rule whose effects the decision carries.
+func (x *decider) act(r Rule) {
+	x.opRule = r
+	x.rule(r)
+}
+
+func (x *decider) anomaly(a Anomalies) { x.d.Anomalies |= a }
+
+// requeue sets the requeue to an exact period.
+func (x *decider) requeue(period time.Duration) {
+	x.d.Period, x.d.Requeue = period, period
+}
+
+// backoff sets the requeue after the n-th consecutive failure of a sub-flow
+// whose base period is base: exactly base for the first failure, then
+// bounded exponential backoff with the machine's deterministic jitter.
+func (x *decider) backoff(base time.Duration, failures uint8) {
+	x.d.Period = base
+	x.d.Requeue = x.cfg.Retry.Backoff(base, 0, uint32(failures), x.in.Object.UID)
+}
+
+// resync sets the Long requeue of a machine with nothing to do, spread by
+// the machine's deterministic jitter so a fleet does not resync at once.
+func (x *decider) resync() {
+	x.d.Period = retry.Long
+	x.d.Requeue = x.cfg.Retry.Spread(retry.Long, x.in.Object.UID)
+}
+
+// until sets the requeue to the next check of a deadline: WaitCheck, or
+// sooner when the deadline comes first.
+func (x *decider) until(deadline Stamp) {
+	d := x.cfg.WaitCheck
+	if left := deadline.Sub(x.now); left > 0 && left < d {
+		d = left
+	}
+	x.requeue(d)
+}
+
+func (x *decider) wait(w WaitFor, since, until Stamp) {
+	x.d.Wait = Wait{For: w, Since: since, Until: until}
+}
+
+func (x *decider) emit(e Effect) {
+	if !x.d.Effects.add(e) {
+		x.anomaly(AnomalyEffectsFull)
+	}
+}
+
+// event reports a change of the machine as a Kubernetes event. Only
+// decisions that change the status emit events: a decision whose effects
+// ran is followed by a fresh one, which must not repeat them.
+func (x *decider) event(r Rule, warning bool) {
+	x.emit(Effect{Kind: KindEvent, Rule: r, Warning: warning})
+}
+
+// call emits the driver call; it is always the last effect.
+func (x *decider) call(c driverapi.Call) {
+	x.d.Call = c
+	x.emit(Effect{Kind: KindCallDriver})
+}
+
+// ref names the machine and its recorded instance for a driver call.
+func (x *decider) ref() driverapi.MachineRef {
+	o, st := &x.in.Object, x.st
+	pid := st.ProviderID
+	if pid == "" {
+		pid = o.ProviderID
+	}
+	return driverapi.MachineRef{Name: o.Name, UID: o.UID, ProviderID: pid, NodeName: st.NodeName}
+}
+
+// setPhase moves the machine to phase p if the phase table declares the
+// change; an undeclared change is refused and reported.
+func (x *decider) setPhase(p phase.Phase) bool {
+	st := x.st
+	if st.Phase == p {
+		return true
+	}
+	if !phase.Allowed(st.Phase, p) {
+		x.anomaly(AnomalyUndeclaredTransition)
+		return false
+	}
+	st.Phase = p
+	st.PhaseSince = x.now
+	x.changed = true
+	return true
+}
+
+// setStage moves the program counter; a new stage starts without a retry
+// time.
+func (x *decider) setStage(s Stage) {
+	if x.st.Stage != s {
+		x.st.Stage = s
+		x.st.StageSince = x.now
+		x.st.RetryAfter = 0
+		x.changed = true
+	}
+}
+
+func (x *decider) setOp(op lastop.Operation) {
+	if x.st.LastOp != op {
+		x.st.LastOp = op
+		x.changed = true
+	}
+}
+
+// set writes v into a status field, recording a change when it differs.
+func set[T comparable](x *decider, field *T, v T) {
+	if *field != v {
+		*field = v
+		x.changed = true
+	}
+}
+
+// holdRetry reports whether the current stage must wait for its retry time
+// (Status.RetryAfter), and if so decides the wait under rule r. A retry time
+// further ahead than any backoff could set means the clock went back; it is
+// then ignored.
+func (x *decider) holdRetry(r Rule) bool {
+	at := x.st.RetryAfter
+	if at == 0 || at <= x.now {
+		return false
+	}
+	left := at.Sub(x.now)
+	if left > x.maxBackoff() {
+		x.anomaly(AnomalyClockBehind)
+		return false
+	}
+	x.rule(r)
+	x.requeue(left)
+	x.wait(WaitRetry, x.st.StageSince, at)
+	return true
+}
+
+// maxBackoff bounds any retry time a failure sets: twice the longest period
+// the retry policy can give, which covers its jitter.
+func (x *decider) maxBackoff() time.Duration {
+	p := x.cfg.Retry
+	m := retry.Long
+	if p.MaxBackoff > m {
+		m = p.MaxBackoff
+	}
+	if p.ResourceExhausted > m {
+		m = p.ResourceExhausted
+	}
+	return 2 * m
+}
+
+// retryLater records a failure's retry time from the requeue just set.
+func (x *decider) retryLater() {
+	set(x, &x.st.RetryAfter, x.now.Add(x.d.Requeue))
+	x.wait(WaitRetry, x.st.StageSince, x.st.RetryAfter)
+}
+
+// node returns the observed node when it is this machine's. A node that
+// carries the providerID of another instance (a leftover of an earlier
+// machine with the same name, found by its machine-name label) is not, and
+// is neither joined, drained nor deleted.
+func (x *decider) node() *Node {
+	n := &x.in.Node
+	if !n.Found() {
+		return nil
+	}
+	if n.ProviderID != "" && x.st.ProviderID != "" && n.ProviderID != x.st.ProviderID {
+		x.anomaly(AnomalyForeignNode)
+		return nil
+	}
+	return n
+}
+
+// capAt shortens the requeue so the next reconcile comes just after at, a
+// deadline that would otherwise pass unnoticed.
+func (x *decider) capAt(at Stamp) {
+	if at <= x.now {
+		return
+	}
+	if d := at.Sub(x.now) + time.Second; d < x.d.Requeue {
+		x.d.Requeue = d
+	}
+}
+
+// dropToken deletes the bootstrap token of a machine that will never join
+// (Failed, or being deleted) while it still exists; MCM leaves it until it
+// expires.
+func (x *decider) dropToken() {
+	if x.in.TokenExists && !x.cfg.NoTargetCluster {
+		x.emit(Effect{Kind: KindDeleteBootstrapToken, Value: x.in.Object.Name})
+	}
+}
+
+// elapsed returns now - since, clamped at zero for a clock behind since.
+func (x *decider) elapsed(since Stamp) time.Duration {
+	if since == 0 {
+		return 0
+	}
+	e := x.now.Sub(since)
+	if e < 0 {
+		x.anomaly(AnomalyClockBehind)
+		return 0
+	}
+	return e
+}
+
+// deadlineBase is when a timeout measured from since starts counting: never
+// before the observer was last healthy again (MCM #680, #679).
+func (x *decider) deadlineBase(since Stamp) Stamp {
+	if ob := x.in.Observer; !ob.Degraded {
+		return later(since, StampOf(ob.Since))
+	}
+	return since
+}
+
+// expired reports whether a timeout counted from since has passed (strictly,
+// as MCM compares). Never while the observer is degraded.
+func (x *decider) expired(since Stamp, timeout time.Duration) bool {
+	if x.in.Observer.Degraded {
+		return false
+	}
+	return x.elapsed(x.deadlineBase(since)) > timeout
+}
+
+// classify turns a driver result into its code and retry class, treating a
+// code outside 0..17 as undecodable.
+func (x *decider) classify(r *driverapi.Result) (driverapi.Code, retry.Class) {
+	code := r.Code
+	if !code.Valid() {
+		x.anomaly(AnomalyUnknownCode)
+		return driverapi.Unknown, retry.ClassUndecodable
+	}
+	switch {
+	case r.Undecodable:
+		return driverapi.Unknown, retry.ClassUndecodable
+	case code == driverapi.OK:
+		return code, retry.ClassNone
+	case code == driverapi.ResourceExhausted:
+		return code, retry.ClassExhausted
+	case code.Transient():
+		return code, retry.ClassTransient
+	}
+	return code, retry.ClassPermanent
+}
