@@ -27,6 +27,17 @@ func stepProperty(t *rapid.T) {
 	if err := lifecycletest.Check(&cfg, &in, &d); err != nil {
 		t.Fatalf("%v\ninput status: %+v\ndecision: %s", err, in.Status, d.String())
 	}
+	// StepInto overwrites whatever decision it is handed: here the decision
+	// of another input, which may hold more effects, a call and a wait.
+	other := lifecycletest.Inputs(cfg).Draw(t, "previous input")
+	into := lifecycle.Step(cfg, other)
+	lifecycle.StepInto(&into, &cfg, &in)
+	if !reflect.DeepEqual(d, into) {
+		t.Fatalf("StepInto over a previous decision differs from Step:\nStep:     %s\nStepInto: %s", d.String(), into.String())
+	}
+	if !reflect.DeepEqual(before, in) {
+		t.Fatalf("StepInto changed its input")
+	}
 }
 
 // FuzzStep decodes a configuration and an input from the fuzzer's bytes

@@ -79,13 +79,13 @@ func metadataInSync(verifyOwner bool, o *Object, st *Status) bool {
 	if verifyOwner && st.OwnerUID != o.UID {
 		return false
 	}
+	// Equal sizes and every desired key present with its value: then the
+	// observed map holds no other key, and one pass over a map suffices.
+	if len(o.Metadata) != len(st.Metadata) {
+		return false
+	}
 	for k, v := range o.Metadata {
 		if got, ok := st.Metadata[k]; !ok || got != v {
-			return false
-		}
-	}
-	for k := range st.Metadata {
-		if _, ok := o.Metadata[k]; !ok {
 			return false
 		}
 	}

@@ -1,8 +1,8 @@
 package retry
 
 import (
+	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -181,12 +181,12 @@ func TestJitterGolden(t *testing.T) {
 		attempt uint32
 		want    time.Duration
 	}{
-		{"", 0, 14934409008},
-		{"", 1, 39830188822},
-		{uid, 0, 26627624704},
-		{uid, 2, 24117546724},
-		{uid, math.MaxUint32, 5761186942},
-		{"machine-1", 0, 29251951055},
+		{"", 0, 52998648492},
+		{"", 1, 25891679822},
+		{uid, 0, 19859847881},
+		{uid, 2, 13872072938},
+		{uid, math.MaxUint32, 24180507464},
+		{"machine-1", 0, 28741291184},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, Jitter(tt.key, tt.attempt, Long, 10), "key %q attempt %d", tt.key, tt.attempt)
@@ -260,7 +260,7 @@ func TestSplitmix64Reference(t *testing.T) {
 }
 
 // TestDifferentialAgainstNaiveReference compares Backoff, Spread and Jitter
-// with deliberately naive reimplementations (math/big arithmetic, hash/fnv,
+// with deliberately naive reimplementations (math/big arithmetic, encoding/binary,
 // textbook splitmix64) over random inputs that include the edge values.
 func TestDifferentialAgainstNaiveReference(t *testing.T) {
 	const rounds = 250_000
@@ -341,9 +341,10 @@ func naiveSpread(p Policy, d time.Duration, key string) time.Duration {
 	return time.Duration(sum.Int64())
 }
 
-// naiveJitter is the reference for Jitter: hash/fnv for FNV-1a, a textbook
+// naiveJitter is the reference for Jitter: the key copied into a buffer
+// zero-padded to whole words and read with encoding/binary, a textbook
 // splitmix64 generator seeded with the hash and advanced attempt times, and
-// big.Int for the width and the reduction.
+// big.Int for the width and the scaling onto it.
 func naiveJitter(key string, attempt uint32, d time.Duration, percent int) time.Duration {
 	if percent > 100 {
 		percent = 100
@@ -356,11 +357,18 @@ func naiveJitter(key string, attempt uint32, d time.Duration, percent int) time.
 	if width.Sign() <= 0 {
 		return 0
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	state := h.Sum64() + uint64(attempt)*0x9e3779b97f4a7c15
+	padded := make([]byte, (len(key)+7)/8*8)
+	copy(padded, key)
+	h := uint64(len(key)) * 0x9e3779b97f4a7c15
+	for len(padded) > 0 {
+		h = (h ^ binary.LittleEndian.Uint64(padded)) * 0xff51afd7ed558ccd
+		h ^= h >> 32
+		padded = padded[8:]
+	}
+	state := h + uint64(attempt)*0x9e3779b97f4a7c15
 	out := new(big.Int).SetUint64(splitmix64Next(&state))
-	return time.Duration(out.Mod(out, width).Int64())
+	out.Mul(out, width)
+	return time.Duration(out.Rsh(out, 64).Int64())
 }
 
 // splitmix64Next is Vigna's splitmix64 generator step.

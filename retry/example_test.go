@@ -17,14 +17,14 @@ func ExamplePolicy_Backoff() {
 	}
 	// Output:
 	// failure 1: retry after 5s
-	// failure 2: retry after 10.896571236s
-	// failure 3: retry after 21.664688588s
-	// failure 4: retry after 42.764694736s
-	// failure 5: retry after 1m27.01901042s
-	// failure 6: retry after 2m53.965669919s
-	// failure 7: retry after 5m28.428305005s
-	// failure 8: retry after 10m30.946160503s
-	// failure 9: retry after 10m18.826249875s
+	// failure 2: retry after 10.516593308s
+	// failure 3: retry after 21.928897511s
+	// failure 4: retry after 41.440620867s
+	// failure 5: retry after 1m20.61719133s
+	// failure 6: retry after 2m49.240732262s
+	// failure 7: retry after 5m28.137802336s
+	// failure 8: retry after 10m18.719911638s
+	// failure 9: retry after 10m47.13670244s
 }
 
 // Period maps an outcome class to MCM's retry period.
@@ -52,7 +52,7 @@ func ExampleJitter() {
 		fmt.Printf("%s: +%v\n", uid, retry.Jitter(uid, 0, retry.Long, 10))
 	}
 	// Output:
-	// machine-uid-1: +23.562657234s
-	// machine-uid-2: +15.808935368s
-	// machine-uid-3: +29.201310379s
+	// machine-uid-1: +6.436243144s
+	// machine-uid-2: +9.978618672s
+	// machine-uid-3: +18.071538709s
 }
