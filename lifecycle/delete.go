@@ -180,9 +180,20 @@ func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.D
 // deletionNode is the node deletion acts on: the node observed (found by
 // label, machine-name label or providerID), else the recorded one, else the
 // machine's node label. "" when none is known.
+//
+// Without a recorded instance, an observed node that carries a providerID
+// and is named neither by the status nor by the machine's node label was
+// found only by its machine-name label: it may belong to an earlier machine
+// of the same name whose instance still runs. It is not this machine's
+// until the provider says so (findNode asks GetMachineStatus, which records
+// the instance).
 func (x *decider) deletionNode() string {
 	if n := x.node(); n != nil {
-		return n.Name
+		st := x.st
+		if st.ProviderID != "" || n.ProviderID == "" || n.Name == st.NodeName || n.Name == x.in.Object.NodeLabel {
+			return n.Name
+		}
+		return ""
 	}
 	name := x.st.NodeName
 	if name == "" {

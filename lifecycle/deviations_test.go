@@ -505,3 +505,48 @@ func TestCriticalComponentsTaintHoldsPending(t *testing.T) {
 	require.Equal(t, lifecycle.WaitNodeJoin, d.Wait.For)
 	require.Equal(t, time.Minute, d.Requeue)
 }
+
+// A machine deleted before any instance was recorded may share its name
+// with an earlier machine whose instance still runs: that instance's node
+// carries the name's machine-name label and its own providerID. The
+// deletion asks the provider before it drains such a node, and leaves it
+// alone unless the provider names it as this machine's (found by the
+// fleet simulator: seed 13 with force-removed machines and reused names).
+func TestDeletionWithoutInstanceAsksBeforeDrainingALabelledNode(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	base := newInput()
+	base.Status.Phase = phase.CrashLoopBackOff
+	base.Status.PhaseSince = lifecycle.StampOf(t0)
+	base.Object.DeletionTime = base.Now
+	base.Node = healthyNode()
+	base.Node.Name, base.Node.ProviderID = "old-node", "fake:///eu-1/vm-OLD"
+
+	d := step(t, cfg, base)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	in := then(base, d, driverapi.Result{})
+	d = step(t, cfg, in)
+	require.Equal(t, driverapi.MethodGetStatus, d.Call.Method, "the provider is asked first: %s", d.String())
+	require.NotEqual(t, "old-node", d.Status.NodeName)
+
+	t.Run("not found: the node is not drained or deleted", func(t *testing.T) {
+		in := then(in, d, fail(driverapi.NotFound, "no instance"))
+		for range 8 {
+			d := step(t, cfg, in)
+			for _, l := range d.Lines() {
+				require.NotContains(t, l, "old-node", "rule %s", d.Rule)
+			}
+			if d.Status.Phase != phase.Terminating || d.Call.Method == driverapi.MethodNone && d.Effects.Len() == 0 && !d.Changed {
+				break
+			}
+			in = then(in, d, fail(driverapi.NotFound, "no instance"))
+		}
+	})
+	t.Run("the provider names the node's instance: it is drained", func(t *testing.T) {
+		r := ok("fake:///eu-1/vm-OLD", "old-node")
+		in := then(in, d, r)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleDeleteLookupOK, d.Rule)
+		require.Equal(t, "old-node", d.Status.NodeName)
+		require.Equal(t, lifecycle.KindDrain, d.Effects.Last().Kind, d.String())
+	})
+}
