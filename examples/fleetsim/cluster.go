@@ -1,0 +1,358 @@
+package fleetsim
+
+import (
+	"strconv"
+
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// The simulated cluster: nodes live in their instances (a node is named
+// after the instance whose kubelet registered it), machine objects in the
+// machines slice, bootstrap tokens in a bit of each machine. Watch events
+// (a node registered, turned Ready or NotReady, was deleted) enqueue the
+// machines that find the node.
+
+// nodeNamed returns the instance holding the node of that name, -1 if no
+// such node exists.
+func (w *shard) nodeNamed(name string) int32 {
+	i := tailNum(name)
+	if i < 0 || i >= len(w.inst) || w.inst[i].nodeName != name || !w.inst[i].node.exists {
+		return -1
+	}
+	return int32(i)
+}
+
+// findNode finds a machine's node as a shell does: by the machine's node
+// label, else by the node's machine-name label, else by the recorded
+// providerID; -1 when none.
+func (w *shard) findNode(m *machine) int32 {
+	if m.obj.NodeLabel != "" {
+		if i := w.nodeNamed(m.obj.NodeLabel); i >= 0 {
+			return i
+		}
+	}
+	if i := w.slotNode[m.slot] - 1; i >= 0 && w.inst[i].node.exists && w.inst[i].node.label == m.slot+1 {
+		return i
+	}
+	if m.st.ProviderID != "" {
+		if i := w.instByPID(m.st.ProviderID); i >= 0 && w.inst[i].node.exists {
+			return i
+		}
+	}
+	return -1
+}
+
+// nodeView returns what the lifecycle reads of the node of instance i.
+func (w *shard) nodeView(i int32) lifecycle.Node {
+	in := &w.inst[i]
+	n := &in.node
+	v := lifecycle.Node{Name: in.nodeName, ProviderID: in.providerID, Conditions: n.conds, Taints: n.taints,
+		Deleting: n.deleting, VolumesAttached: int(n.volumes)}
+	if n.label > 0 {
+		v.MachineName = w.names[n.label-1]
+	}
+	return v
+}
+
+// observe fills in as the shell reads the world before a step: the object
+// as last written, the persisted status, the node, the token, the observer
+// and the limiter's grant. At the start of a pass (fresh) a gone machine
+// reads as the zero object; within a pass the object is as the shell's own
+// last write returned it, also the write that removed its last finalizer.
+func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
+	m := &w.machines[mi]
+	in.Now = tm(now)
+	in.CreatedNode = lifecycle.Node{}
+	in.Outcome = nil
+	in.Problem = lifecycle.ProblemNone
+	in.Observer = w.observer
+	if fresh && m.gone() {
+		in.Object, in.Status, in.Node = lifecycle.Object{}, lifecycle.Status{}, lifecycle.Node{}
+		in.NodeReadFailed, in.VolumeAttachments, in.TokenExists, in.Grant = false, 0, false, lifecycle.Grant{}
+		return
+	}
+	in.Object = m.obj
+	in.Status = m.st
+	in.TokenExists = m.bits&mToken != 0
+	in.Grant = lifecycle.Grant{Fail: m.bits&mGrant != 0}
+	in.NodeReadFailed = false
+	i := w.findNode(m)
+	if w.fault(w.o.NodeReadFail) {
+		in.NodeReadFailed, i = true, -1
+		w.stats.NodeReadFailures++
+	}
+	if i < 0 {
+		in.Node, in.VolumeAttachments = lifecycle.Node{}, 0
+		return
+	}
+	in.Node = w.nodeView(i)
+	in.VolumeAttachments = int(w.inst[i].node.attach)
+}
+
+// register is the kubelet of instance i registering its node: NotReady,
+// with the startup taint, Ready when it finished booting.
+func (w *shard) register(i int32) {
+	in := &w.inst[i]
+	n := &in.node
+	if !in.alive || in.stale || n.registered {
+		return
+	}
+	n.exists, n.registered, n.finalizer = true, true, true
+	n.taints = lifecycle.InstanceNotReady
+	n.pods = 3
+	if w.chance(0.3) {
+		n.volumes, n.attach = 1, 1
+	}
+	if w.tracing(in.mi) {
+		w.note(in.mi, "node "+in.nodeName+" registers")
+	}
+	w.recent[w.recentNext] = i
+	w.recentNext = (w.recentNext + 1) % len(w.recent)
+	w.refreshNode(i)
+	w.push(w.now+w.between(10e9, 60e9), evReady, i, 0)
+}
+
+// rejoin is the kubelet of instance i registering its node again after the
+// node object was deleted: a new object, with the startup taint and
+// without labels.
+func (w *shard) rejoin(i int32) {
+	in := &w.inst[i]
+	n := &in.node
+	if !in.alive || n.exists {
+		return
+	}
+	n.exists, n.finalizer, n.conds = true, true, nil
+	n.taints = lifecycle.InstanceNotReady
+	if w.tracing(in.mi) {
+		w.note(in.mi, "node "+in.nodeName+" registers again")
+	}
+	w.refreshNode(i)
+}
+
+// refreshNode recomputes the Ready condition of instance i's node and, when
+// it changed, replaces the node's conditions and tells its machines.
+func (w *shard) refreshNode(i int32) {
+	in := &w.inst[i]
+	n := &in.node
+	if !n.exists {
+		return
+	}
+	want := lifecycle.ConditionTrue
+	switch {
+	case !in.alive || n.dead || n.down > 0:
+		want = lifecycle.ConditionUnknown
+	case !n.booted:
+		want = lifecycle.ConditionFalse
+	}
+	if n.conds != nil && n.ready == want {
+		return
+	}
+	n.ready = want
+	n.conds = []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: want, Since: lifecycle.Stamp(w.now)}}
+	if w.tracing(in.mi) {
+		w.note(in.mi, "node "+in.nodeName+" Ready="+want.String())
+	}
+	w.nodeChanged(i)
+}
+
+// removeNode deletes the node object of instance i.
+func (w *shard) removeNode(i int32) {
+	n := &w.inst[i].node
+	n.exists, n.conds = false, nil
+	if n.label > 0 && w.slotNode[n.label-1] == i+1 {
+		w.slotNode[n.label-1] = 0
+	}
+	n.label = 0
+	if w.tracing(w.inst[i].mi) {
+		w.note(w.inst[i].mi, "node "+w.inst[i].nodeName+" is deleted")
+	}
+	w.nodeChanged(i)
+}
+
+// nodeChanged is a node watch event: the machine the instance was created
+// for, and the newest machine of its name, are reconciled now.
+func (w *shard) nodeChanged(i int32) {
+	in := &w.inst[i]
+	w.enqueue(in.mi, w.now)
+	if mi := w.slotMachine[in.slot]; mi != in.mi {
+		w.enqueue(mi, w.now)
+	}
+}
+
+// nodeFault makes a machine's node NotReady: for a while (a flap), or for
+// good (its kubelet died).
+func (w *shard) nodeFault(e *event) {
+	if !w.faulty {
+		return
+	}
+	m := &w.machines[e.idx]
+	if m.gone() || m.st.ProviderID == "" {
+		return
+	}
+	i := w.instByPID(m.st.ProviderID)
+	if i < 0 || !w.inst[i].node.exists {
+		return
+	}
+	n := &w.inst[i].node
+	if e.kind == evDie {
+		n.dead = true
+		w.stats.Deaths++
+		if w.tracing(e.idx) {
+			w.note(e.idx, "its node dies")
+		}
+	} else {
+		n.down++
+		w.stats.Flaps++
+		secs := int64(e.tok >> 1)
+		w.push(w.now+secs*1e9, evRecover, i, 0)
+		if w.tracing(e.idx) {
+			w.note(e.idx, "its node flaps NotReady for "+strconv.FormatInt(secs, 10)+"s")
+		}
+		if e.tok&1 != 0 {
+			// Someone deletes the node object; the kubelet registers it
+			// again when it is back.
+			w.stats.NodesGone++
+			w.refreshNode(i)
+			w.removeNode(i)
+			w.push(w.now+secs*1e9, evRejoin, i, 0)
+			return
+		}
+	}
+	w.refreshNode(i)
+}
+
+// The error texts of failed writes.
+const (
+	errConflict = "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again"
+	errTimeout  = "etcdserver: request timed out"
+	errPDB      = "Cannot evict pod as it would violate the pod's disruption budget."
+	errNotFound = "nodes not found"
+)
+
+// apply carries out one effect other than a driver call for machine mi and
+// says how it went.
+func (w *shard) apply(mi int32, e *lifecycle.Effect) (lifecycle.Write, string) {
+	if e.Kind == lifecycle.KindEvent {
+		w.stats.Events++
+		return lifecycle.WriteOK, ""
+	}
+	if w.fault(w.o.WriteFail) {
+		w.stats.WriteFailures++
+		if w.rng.IntN(2) == 0 {
+			return lifecycle.WriteConflict, errConflict
+		}
+		return lifecycle.WriteFailed, errTimeout
+	}
+	m := &w.machines[mi]
+	switch e.Kind {
+	case lifecycle.KindEnsureFinalizer:
+		m.obj.Finalizer = true
+	case lifecycle.KindRemoveFinalizer:
+		m.obj.Finalizer = false
+		if m.deleting() {
+			w.setGone(mi)
+		}
+	case lifecycle.KindEnsureNodeLabel:
+		m.obj.NodeLabel = e.Value
+	case lifecycle.KindEnsurePriority:
+		m.obj.Priority = e.Value
+	case lifecycle.KindEnsureProviderID:
+		m.obj.ProviderID = e.Value
+	case lifecycle.KindEnsureBootstrapToken:
+		m.bits |= mToken
+	case lifecycle.KindDeleteBootstrapToken:
+		m.bits &^= mToken
+	default:
+		return w.applyNode(mi, e)
+	}
+	return lifecycle.WriteOK, ""
+}
+
+// applyNode carries out a node effect.
+func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, string) {
+	i := w.nodeNamed(e.Node)
+	if i >= 0 {
+		w.checkForeignNode(mi, i, e)
+	}
+	var n *node
+	if i >= 0 {
+		n = &w.inst[i].node
+	}
+	switch e.Kind {
+	case lifecycle.KindLabelNode:
+		if n == nil {
+			return lifecycle.WriteNotFound, errNotFound
+		}
+		if e.Key == lifecycle.MachineNameLabel {
+			if slot := w.slotOf(e.Value); slot >= 0 {
+				n.label = slot + 1
+				w.slotNode[slot] = i + 1
+			}
+		}
+	case lifecycle.KindRemoveTaint:
+		if n != nil && e.Key == lifecycle.TaintInstanceNotReady {
+			n.taints &^= lifecycle.InstanceNotReady
+		}
+	case lifecycle.KindSetNodeCondition:
+		if n != nil {
+			n.terminated = true
+		}
+	case lifecycle.KindCordon:
+		if n != nil {
+			n.cordoned = true
+		}
+	case lifecycle.KindDrain:
+		if n == nil {
+			return lifecycle.WriteOK, "" // nothing to drain
+		}
+		if !e.Force && w.fault(w.o.DrainFail) {
+			w.stats.DrainFailures++
+			return lifecycle.WriteFailed, errPDB
+		}
+		n.pods = 0
+		if !e.Force {
+			// Evicted pods detach their volumes; deleted ones leave the
+			// attachments behind.
+			n.volumes, n.attach = 0, 0
+		}
+	case lifecycle.KindDeleteVolumeAttachments:
+		if n != nil {
+			n.attach = 0
+		}
+	case lifecycle.KindRemoveNodeFinalizer:
+		if n != nil {
+			n.finalizer = false
+			if n.deleting {
+				w.removeNode(i)
+			}
+		}
+	case lifecycle.KindDeleteNode:
+		if n == nil {
+			return lifecycle.WriteNotFound, errNotFound
+		}
+		if n.finalizer {
+			n.deleting = true
+		} else {
+			w.removeNode(i)
+		}
+	default:
+		return lifecycle.WriteFailed, "unknown effect " + e.Kind.String()
+	}
+	return lifecycle.WriteOK, ""
+}
+
+// checkForeignNode: a deletion drains or deletes only its own machine's
+// node, never the node of another incarnation's instance (one found by its
+// machine-name label before the machine recorded an instance).
+func (w *shard) checkForeignNode(mi, i int32, e *lifecycle.Effect) {
+	if e.Kind != lifecycle.KindDrain && e.Kind != lifecycle.KindDeleteNode {
+		return
+	}
+	m := &w.machines[mi]
+	in := &w.inst[i]
+	if in.providerID == m.st.ProviderID || in.creator == m.obj.UID {
+		return
+	}
+	w.violation(mi, e.Kind.String()+" of node "+in.nodeName+", which belongs to instance "+in.providerID+
+		" of another incarnation")
+}

@@ -1,0 +1,319 @@
+package fleetsim
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// The fleet's side: owners (MachineSets) deleting and replacing machines,
+// the limiter's grants, orphan collection, and the observer outage.
+
+// account adds (sign 1) or removes (sign -1) the machine's share of its
+// owner's counters; call it with -1 before a change and +1 after.
+func (w *shard) account(mi int32, sign int32) {
+	m := &w.machines[mi]
+	if m.gone() {
+		return
+	}
+	o := &w.owners[m.owner]
+	p := m.st.Phase
+	if p == phase.Unknown || p == phase.InPlaceUpdateFailed {
+		o.unknown += sign
+	}
+	if p == phase.Failed && !m.deleting() {
+		o.failed += sign
+	}
+	if p == phase.Running && !m.deleting() && m.st.Flags.Has(lifecycle.FlagNeedsReplacement) {
+		o.needsRepl += sign
+	}
+	if m.bits&mGrant != 0 {
+		o.granted += sign
+	}
+}
+
+// requestDeletion is its owner's delete call: the API server sets the
+// deletion time of a machine with its finalizer, and the controller sees it
+// at once; a machine without finalizers (one whose first pass crashed
+// before its finalizer was written) is deleted at once.
+func (w *shard) requestDeletion(mi int32) {
+	m := &w.machines[mi]
+	if !m.obj.Finalizer {
+		if w.tracing(mi) {
+			w.note(mi, "deleted at once: it has no finalizer")
+		}
+		w.setGone(mi)
+		return
+	}
+	w.account(mi, -1)
+	m.obj.DeletionTime = tm(w.now)
+	o := &w.owners[m.owner]
+	o.live--
+	o.deleting++
+	w.account(mi, 1)
+	w.enqueue(mi, w.now)
+}
+
+// forceRemove is someone removing the finalizer of a deleting machine by
+// hand: the object is gone, whatever the lifecycle was doing.
+func (w *shard) forceRemove(mi int32) {
+	if m := &w.machines[mi]; m.gone() || !m.deleting() {
+		return
+	}
+	w.stats.ForceRemoved++
+	if w.tracing(mi) {
+		w.note(mi, "someone removes the finalizer by hand: the object is gone")
+	}
+	w.setGone(mi)
+}
+
+// setGone deletes the machine object: its last finalizer was removed while
+// it was being deleted, or it was deleted without one.
+func (w *shard) setGone(mi int32) {
+	w.account(mi, -1)
+	m := &w.machines[mi]
+	m.bits |= mGone
+	m.bits &^= mQueued
+	o := &w.owners[m.owner]
+	if m.deleting() {
+		o.deleting--
+	} else {
+		o.live--
+	}
+	o.free = append(o.free, m.slot)
+	w.stats.Gone++
+}
+
+// fleetPass is the owners' and the limiter's turn: every owner deletes its
+// Failed machines (and, while the scenario runs, one machine that needs
+// replacement at a time), the limiter's grants are computed for owners
+// with unhealthy machines, and owners create machines up to their desired
+// count.
+func (w *shard) fleetPass() {
+	for oi := range w.owners {
+		o := &w.owners[oi]
+		rollout := w.active && o.needsRepl > 0 && o.deleting == 0
+		if o.unknown == 0 && o.granted == 0 && o.failed == 0 && !rollout && o.live >= o.desired {
+			// Nothing to replace and no machine the limiter could grant.
+			continue
+		}
+		w.ownerPass(int32(oi), rollout)
+	}
+	w.stats.FleetPasses++
+}
+
+func (w *shard) ownerPass(oi int32, rollout bool) {
+	o := &w.owners[oi]
+	limit := false
+	list := o.list[:0]
+	for _, mi := range o.list {
+		m := &w.machines[mi]
+		if m.gone() {
+			continue
+		}
+		list = append(list, mi)
+		switch {
+		case m.deleting():
+		case m.st.Phase == phase.Failed:
+			w.stats.Replaced++
+			if w.tracing(mi) {
+				w.note(mi, "the owner deletes the Failed machine to replace it")
+			}
+			w.deleteByOwner(mi)
+		case rollout && m.st.Phase == phase.Running && m.st.Flags.Has(lifecycle.FlagNeedsReplacement):
+			rollout = false
+			w.stats.RolledOut++
+			if w.tracing(mi) {
+				w.note(mi, "the owner replaces the machine that needs replacement")
+			}
+			w.deleteByOwner(mi)
+		}
+		limit = limit || w.mayBeGranted(m)
+	}
+	o.list = list
+	if limit {
+		w.limit(oi)
+	}
+	for o.live < o.desired {
+		w.createMachine(oi, w.now)
+		o = &w.owners[oi]
+	}
+}
+
+// mayBeGranted reports whether Limit may grant machine m, or must keep or
+// take back its grant: it holds one, or it is unhealthy past its health
+// timeout. For an owner without such a machine Limit's answer is known (no
+// grant for anyone), so it is not asked.
+func (w *shard) mayBeGranted(m *machine) bool {
+	if m.bits&mGrant != 0 || m.st.Flags.Has(lifecycle.FlagGranted) {
+		return true
+	}
+	if p := m.st.Phase; p != phase.Unknown && p != phase.InPlaceUpdateFailed || m.deleting() {
+		return false
+	}
+	timeout := w.cfg.HealthTimeout
+	if t := m.obj.Overrides.HealthTimeout; t > 0 {
+		timeout = t
+	}
+	return w.now-int64(m.st.PhaseSince) > int64(timeout)
+}
+
+// limit computes the fleet limiter's grants of owner oi's machines and
+// hands them to the machines.
+func (w *shard) limit(oi int32) {
+	o := &w.owners[oi]
+	members, idxs := w.members[:0], w.idxs[:0]
+	for _, mi := range o.list {
+		m := &w.machines[mi]
+		if m.gone() {
+			continue // removed by hand a moment ago
+		}
+		members = append(members, lifecycle.MemberOf(&w.cfg, &m.obj, &m.st))
+		idxs = append(idxs, mi)
+	}
+	w.members, w.idxs = members, idxs
+	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now), w.observer, members)
+	w.stats.LimitCalls++
+	for k, g := range w.grants {
+		mi := idxs[k]
+		m := &w.machines[mi]
+		if g.Fail == (m.bits&mGrant != 0) {
+			continue
+		}
+		w.account(mi, -1)
+		if g.Fail {
+			m.bits |= mGrant
+			w.stats.Grants++
+			if w.tracing(mi) {
+				w.note(mi, "the fleet limiter grants its replacement")
+			}
+		} else {
+			m.bits &^= mGrant
+		}
+		w.account(mi, 1)
+	}
+}
+
+// deleteByOwner is the owner deleting one of its machines; now and then
+// someone cuts the deletion short by removing the finalizer by hand.
+func (w *shard) deleteByOwner(mi int32) {
+	w.requestDeletion(mi)
+	if w.fault(w.o.ForceRemove) {
+		// At once, before the controller sees the deletion, or a little
+		// later, in the middle of it.
+		if w.rng.IntN(2) == 0 {
+			w.forceRemove(mi)
+		} else {
+			w.push(w.now+w.between(time.Second, 20*time.Second), evForceRemove, mi, 0)
+		}
+	}
+}
+
+// teardown scales every owner down to zero: each deletes all its machines.
+func (w *shard) teardown() {
+	if w.tracing(-1) {
+		w.note(-1, "teardown: every owner scales down to zero")
+	}
+	for oi := range w.owners {
+		o := &w.owners[oi]
+		o.desired = 0
+		for _, mi := range o.list {
+			if m := &w.machines[mi]; !m.gone() && !m.deleting() {
+				w.stats.TornDown++
+				w.deleteByOwner(mi)
+			}
+		}
+	}
+}
+
+// collectOrphans lists the provider's instances and deletes those
+// lifecycle.Orphans names, as a controller's orphan collection does.
+func (w *shard) collectOrphans() {
+	if w.observer.Degraded {
+		return // the cloud API cannot be trusted now
+	}
+	w.stats.Calls[driverapi.MethodList]++
+	if w.faulty && w.t.faults.total[driverapi.MethodList] > 0 {
+		if out := w.t.faults.pick(driverapi.MethodList, w.rng.Float64()); out != 0 {
+			w.stats.CallFaults[driverapi.MethodList]++
+			w.stats.FaultOutcomes[out]++
+			return
+		}
+	}
+	w.list = w.list[:0]
+	for i := range w.inst {
+		in := &w.inst[i]
+		if in.alive {
+			w.list = append(w.list, driverapi.Instance{ProviderID: in.providerID, MachineName: w.names[in.slot],
+				OwnerUID: in.ownerTag, Created: tm(in.created)})
+		}
+	}
+	members := w.members[:0]
+	for mi := range w.machines {
+		if m := &w.machines[mi]; !m.gone() {
+			members = append(members, lifecycle.MemberOf(&w.cfg, &m.obj, &m.st))
+		}
+	}
+	w.members = members
+	w.calls = lifecycle.Orphans(w.calls[:0], &w.cfg, tm(w.now), members, w.list)
+	for k := range w.calls {
+		c := &w.calls[k]
+		i := w.instByPID(c.Machine.ProviderID)
+		if i >= 0 {
+			if owner := w.recorder(i); owner >= 0 {
+				w.violation(owner, "orphan collection deletes instance "+c.Machine.ProviderID+", which the machine records")
+			}
+			if w.tracing(w.inst[i].mi) {
+				w.note(w.inst[i].mi, "orphan collection deletes instance "+c.Machine.ProviderID)
+			}
+		}
+		if r, _ := w.invoke(-1, c, w.now); r.OK() {
+			w.stats.OrphansDeleted++
+		}
+	}
+}
+
+// recorder returns the live machine that records instance i, -1 if none:
+// the one it was created for, or the newest machine of its name (which
+// may have adopted it).
+func (w *shard) recorder(i int32) int32 {
+	in := &w.inst[i]
+	for _, mi := range [2]int32{in.mi, w.slotMachine[in.slot]} {
+		if m := &w.machines[mi]; !m.gone() && m.st.ProviderID == in.providerID {
+			return mi
+		}
+	}
+	return -1
+}
+
+// outageBegins degrades the observer and makes a share of the nodes
+// NotReady (their heartbeats do not arrive).
+func (w *shard) outageBegins() {
+	w.observer = lifecycle.Observer{Degraded: true, Since: tm(w.now)}
+	if w.tracing(-1) {
+		w.note(-1, "observer outage begins")
+	}
+	for i := range w.inst {
+		n := &w.inst[i].node
+		if n.exists && w.inst[i].alive && w.chance(w.o.OutageNotReady) {
+			n.down++
+			w.outageNodes = append(w.outageNodes, int32(i))
+			w.stats.OutageNotReady++
+			w.refreshNode(int32(i))
+		}
+	}
+}
+
+// outageEnds restores the observer; the nodes recover within two minutes.
+func (w *shard) outageEnds() {
+	w.observer = lifecycle.Observer{Since: tm(w.now)}
+	if w.tracing(-1) {
+		w.note(-1, "observer outage ends")
+	}
+	for _, i := range w.outageNodes {
+		w.push(w.now+w.between(0, 2*time.Minute), evRecover, i, 0)
+	}
+	w.outageNodes = nil
+}
