@@ -266,8 +266,8 @@ func (x *decider) createInstance() {
 	}
 	x.setStage(StageCreating)
 	if !x.cfg.NoTargetCluster {
-		x.emit(Effect{Kind: KindEnsureBootstrapToken, Value: o.Name,
-			Expiry: x.now.Add(x.cfg.creationTimeout(o))})
+		e := x.put(KindEnsureBootstrapToken)
+		e.Value, e.Expiry = o.Name, x.now.Add(x.cfg.creationTimeout(o))
 	}
 	x.call(driverapi.Call{Method: driverapi.MethodCreate, Machine: x.ref(), Attempt: st.Attempt,
 		Generation: st.AppliedGeneration, Metadata: o.Metadata})

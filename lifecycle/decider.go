@@ -72,23 +72,48 @@ func (x *decider) wait(w WaitFor, since, until Stamp) {
 	x.d.Wait = Wait{For: w, Since: since, Until: until}
 }
 
-func (x *decider) emit(e Effect) {
-	if !x.d.Effects.add(e) {
+// put appends an effect of kind k and returns it, for the caller to set
+// its other fields: the slot is zero (see Decision.reset). Filling the slot
+// in place, rather than passing an Effect by value, spares copying 80 bytes
+// twice per effect. When the list is full, put records AnomalyEffectsFull
+// and returns a scratch effect that is dropped.
+func (x *decider) put(k Kind) *Effect {
+	e := &x.d.Effects
+	if int(e.n) >= MaxEffects {
 		x.anomaly(AnomalyEffectsFull)
+		x.spare = Effect{}
+		return &x.spare
 	}
+	p := &e.list[e.n]
+	e.n++
+	p.Kind = k
+	return p
+}
+
+// nodeEffect appends an effect on a node.
+func (x *decider) nodeEffect(k Kind, node, key, value string) {
+	e := x.put(k)
+	e.Node, e.Key, e.Value = node, key, value
+}
+
+// drainEffect appends a drain of node.
+func (x *decider) drainEffect(node string, force bool, timeout time.Duration, retries int32) {
+	e := x.put(KindDrain)
+	e.Node, e.Force, e.Timeout, e.Retries = node, force, timeout, retries
 }
 
 // event reports a change of the machine as a Kubernetes event. Only
 // decisions that change the status emit events: a decision whose effects
 // ran is followed by a fresh one, which must not repeat them.
 func (x *decider) event(r Rule, warning bool) {
-	x.emit(Effect{Kind: KindEvent, Rule: r, Warning: warning})
+	e := x.put(KindEvent)
+	e.Rule, e.Warning = r, warning
 }
 
 // call emits the driver call; it is always the last effect.
 func (x *decider) call(c driverapi.Call) {
 	x.d.Call = c
-	x.emit(Effect{Kind: KindCallDriver})
+	x.put(KindCallDriver)
 }
 
 // ref names the machine and its recorded instance for a driver call.
@@ -216,7 +241,7 @@ func (x *decider) capAt(at Stamp) {
 // expires.
 func (x *decider) dropToken() {
 	if x.in.TokenExists && !x.cfg.NoTargetCluster {
-		x.emit(Effect{Kind: KindDeleteBootstrapToken, Value: x.in.Object.Name})
+		x.put(KindDeleteBootstrapToken).Value = x.in.Object.Name
 	}
 }
 

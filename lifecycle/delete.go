@@ -335,9 +335,9 @@ func (x *decider) drain() {
 	if x.st.Flags.Has(FlagWasFailed) {
 		reason = ReasonUnhealthy
 	}
-	x.emit(Effect{Kind: KindSetNodeCondition, Node: node, Key: ConditionTerminating, Value: reason})
-	x.emit(Effect{Kind: KindCordon, Node: node})
-	x.emit(Effect{Kind: KindDrain, Node: node, Force: m.force, Timeout: m.timeout, Retries: m.retries})
+	x.nodeEffect(KindSetNodeCondition, node, ConditionTerminating, reason)
+	x.nodeEffect(KindCordon, node, "", "")
+	x.drainEffect(node, m.force, m.timeout, m.retries)
 	x.requeue(retry.Short)
 }
 
@@ -365,8 +365,8 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 			x.pin(RuleDeleteDrainForce)
 			m := x.drainMode()
 			x.act(RuleDeleteDrainForce)
-			x.emit(Effect{Kind: KindCordon, Node: node})
-			x.emit(Effect{Kind: KindDrain, Node: node, Force: true, Timeout: m.timeout, Retries: m.retries})
+			x.nodeEffect(KindCordon, node, "", "")
+			x.drainEffect(node, true, m.timeout, m.retries)
 			x.requeue(retry.Short)
 			return
 		}
@@ -409,7 +409,7 @@ func (x *decider) volumes() {
 	case x.in.VolumeAttachments > 0:
 		// S3d: no status write; look again after Short.
 		x.act(RuleDeleteVolumes)
-		x.emit(Effect{Kind: KindDeleteVolumeAttachments, Node: node})
+		x.nodeEffect(KindDeleteVolumeAttachments, node, "", "")
 		x.requeue(retry.Short)
 	default:
 		// S3e.
@@ -479,8 +479,8 @@ func (x *decider) deleteNode() {
 		x.advance(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)
 	default:
 		x.act(RuleDeleteNode)
-		x.emit(Effect{Kind: KindRemoveNodeFinalizer, Node: node, Key: NodeFinalizer})
-		x.emit(Effect{Kind: KindDeleteNode, Node: node})
+		x.nodeEffect(KindRemoveNodeFinalizer, node, NodeFinalizer, "")
+		x.nodeEffect(KindDeleteNode, node, "", "")
 		x.requeue(retry.Short)
 	}
 }
@@ -508,7 +508,7 @@ func (x *decider) removeFinalizer() {
 		return
 	}
 	x.act(RuleDeleteRemoveFinalizer)
-	x.emit(Effect{Kind: KindRemoveFinalizer, Key: Finalizer})
+	x.put(KindRemoveFinalizer).Key = Finalizer
 	x.requeue(retry.Long)
 }
 

@@ -208,13 +208,3 @@ func (e *Effects) prepend(front []Effect) bool {
 	e.n += uint8(k)
 	return true
 }
-
-// add appends an effect; it reports false, dropping it, when the list is full.
-func (e *Effects) add(x Effect) bool {
-	if int(e.n) >= MaxEffects {
-		return false
-	}
-	e.list[e.n] = x
-	e.n++
-	return true
-}

@@ -177,16 +177,16 @@ func (x *decider) running() {
 	if n != nil {
 		if n.Taints.Has(InstanceNotReady) {
 			x.syncRule()
-			x.emit(Effect{Kind: KindRemoveTaint, Node: n.Name, Key: TaintInstanceNotReady})
+			x.nodeEffect(KindRemoveTaint, n.Name, TaintInstanceNotReady, "")
 		}
 		if n.MachineName != x.in.Object.Name {
 			x.syncRule()
-			x.emit(Effect{Kind: KindLabelNode, Node: n.Name, Key: MachineNameLabel, Value: x.in.Object.Name})
+			x.nodeEffect(KindLabelNode, n.Name, MachineNameLabel, x.in.Object.Name)
 		}
 	}
 	if x.in.TokenExists {
 		x.syncRule()
-		x.emit(Effect{Kind: KindDeleteBootstrapToken, Value: x.in.Object.Name})
+		x.put(KindDeleteBootstrapToken).Value = x.in.Object.Name
 	}
 }
 

@@ -85,6 +85,8 @@ type decider struct {
 	opRule Rule
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
+	// spare takes the fields of an effect that did not fit (see put).
+	spare Effect
 }
 
 // run validates the input, consumes the outcome, and dispatches.

@@ -69,16 +69,18 @@ func (p Policy) Spread(d time.Duration, key string) time.Duration {
 //
 // The value is the high 64 bits of the 128-bit product h * w: a multiply
 // maps h onto [0, w) without the cost of a division. h is computed as
-// follows, all arithmetic on uint64, wrapping:
+// follows, all arithmetic on uint64, wrapping, words read little-endian:
 //
 //	h := len(key) * 0x9e3779b97f4a7c15
-//	for each 8-byte word x of key, read little-endian, the last word
-//	    padded with zero bytes:
+//	for each word x of key:
 //	    h ^= x; h *= 0xff51afd7ed558ccd; h ^= h >> 32
-//	h += (attempt + 1) * 0x9e3779b97f4a7c15   // splitmix64 increment
-//	h ^= h >> 30; h *= 0xbf58476d1ce4e5b9     // splitmix64 finaliser
-//	h ^= h >> 27; h *= 0x94d049bb133111eb
-//	h ^= h >> 31
+//	h += (attempt + 1) * 0x9e3779b97f4a7c15
+//	h ^= h >> 32; h *= 0xbf58476d1ce4e5b9
+//
+// The words of a key of 8 bytes or more are its whole 8-byte words and,
+// when its length is not a multiple of 8, its last 8 bytes (which overlap
+// the word before). A shorter key is one word: its bytes padded with zero
+// bytes. An empty key has no word.
 //
 // This function is a compatibility contract: changing it moves every
 // machine's requeue time.
@@ -99,38 +101,45 @@ func Jitter(key string, attempt uint32, d time.Duration, percent int) time.Durat
 }
 
 // jitterHash is the hash of Jitter's documented formula. It reads the key
-// a word at a time: one multiply per 8 bytes, where a byte-wise hash
-// would take one per byte.
+// a word at a time, one multiply per 8 bytes, and ends with one
+// multiplicative mix: Jitter keeps the product's high bits, which depend
+// on every bit of h.
 func jitterHash(key string, attempt uint32) uint64 {
 	const (
 		golden = 0x9e3779b97f4a7c15
 		mix    = 0xff51afd7ed558ccd
 	)
-	h := uint64(len(key)) * golden
-	i := 0
-	for ; i+8 <= len(key); i += 8 {
-		w := uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24 |
-			uint64(key[i+4])<<32 | uint64(key[i+5])<<40 | uint64(key[i+6])<<48 | uint64(key[i+7])<<56
-		h ^= w
-		h *= mix
-		h ^= h >> 32
-	}
-	if i < len(key) {
+	n := len(key)
+	h := uint64(n) * golden
+	if n >= 8 {
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			h = (h ^ word(key[i:i+8])) * mix
+			h ^= h >> 32
+		}
+		if i < n {
+			h = (h ^ word(key[n-8:])) * mix
+			h ^= h >> 32
+		}
+	} else if n > 0 {
 		var w uint64
-		for j := len(key) - 1; j >= i; j-- {
+		for j := n - 1; j >= 0; j-- {
 			w = w<<8 | uint64(key[j])
 		}
-		h ^= w
-		h *= mix
+		h = (h ^ w) * mix
 		h ^= h >> 32
 	}
 	h += (uint64(attempt) + 1) * golden
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
+	h ^= h >> 32
+	return h * 0xbf58476d1ce4e5b9
+}
+
+// word reads b's first 8 bytes little-endian (the compiler makes it one
+// load); b holds at least 8.
+func word(b string) uint64 {
+	b = b[:8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // addSat returns a+b for non-negative a and b, or math.MaxInt64 if the sum

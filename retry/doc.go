@@ -46,10 +46,10 @@
 // fleet at the same instant.
 //
 // Jitter is not random. It is derived from a key (the machine's UID) and the
-// attempt number with a word-at-a-time multiplicative hash and a splitmix64
-// finaliser, so a given machine's requeue is reproducible on every run and
-// every platform, while different machines spread over the jitter window. The
-// exact function is part of the contract; see Jitter.
+// attempt number with a word-at-a-time multiplicative hash, so a given
+// machine's requeue is reproducible on every run and every platform, while
+// different machines spread over the jitter window. The exact function is
+// part of the contract; see Jitter.
 //
 // Everything here is pure: no clock, no randomness, no allocation on the hot
 // path (Policy.Period, Policy.Backoff, Policy.Spread, Jitter), and no panics

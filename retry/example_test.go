@@ -17,14 +17,14 @@ func ExamplePolicy_Backoff() {
 	}
 	// Output:
 	// failure 1: retry after 5s
-	// failure 2: retry after 10.516593308s
-	// failure 3: retry after 21.928897511s
-	// failure 4: retry after 41.440620867s
-	// failure 5: retry after 1m20.61719133s
-	// failure 6: retry after 2m49.240732262s
-	// failure 7: retry after 5m28.137802336s
-	// failure 8: retry after 10m18.719911638s
-	// failure 9: retry after 10m47.13670244s
+	// failure 2: retry after 10.320016267s
+	// failure 3: retry after 21.74454992s
+	// failure 4: retry after 42.853824239s
+	// failure 5: retry after 1m27.474530265s
+	// failure 6: retry after 2m48.303624135s
+	// failure 7: retry after 5m43.964450644s
+	// failure 8: retry after 10m18.799382953s
+	// failure 9: retry after 10m6.029617395s
 }
 
 // Period maps an outcome class to MCM's retry period.
@@ -52,7 +52,7 @@ func ExampleJitter() {
 		fmt.Printf("%s: +%v\n", uid, retry.Jitter(uid, 0, retry.Long, 10))
 	}
 	// Output:
-	// machine-uid-1: +6.436243144s
-	// machine-uid-2: +9.978618672s
-	// machine-uid-3: +18.071538709s
+	// machine-uid-1: +16.131662325s
+	// machine-uid-2: +525.907624ms
+	// machine-uid-3: +53.555312831s
 }
