@@ -56,7 +56,7 @@ func (x *decider) health() {
 	}
 	switch st.Phase {
 	case phase.Running:
-		x.running()
+		x.running(n)
 		x.sync()
 	case phase.Pending:
 		x.pending()
@@ -161,8 +161,8 @@ func (x *decider) becomeRunning() {
 // running brings the node of a Running machine in line: the startup taint
 // removed, the bootstrap token deleted, the machine-name label set. Each is
 // emitted again while the observation still shows it, so a crash loses none.
-func (x *decider) running() {
-	n := x.node()
+// n is the machine's node as health found it, or nil.
+func (x *decider) running(n *Node) {
 	if x.d.Rule == RuleNone {
 		x.rule(RuleHealthy)
 	}
