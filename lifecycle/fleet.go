@@ -84,18 +84,37 @@ func (m *Member) creating() bool {
 // instances. Linear in machines plus instances.
 func Orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, instances []driverapi.Instance) []driverapi.Call {
 	dst = dst[:0]
-	recorded := make(map[string]bool, len(fleet))
-	byName := make(map[string]*Member, len(fleet))
+	recorded := make(map[string]struct{}, len(fleet))
 	for i := range fleet {
-		m := &fleet[i]
-		if m.ProviderID != "" {
-			recorded[m.ProviderID] = true
+		if pid := fleet[i].ProviderID; pid != "" {
+			recorded[pid] = struct{}{}
 		}
-		byName[m.Name] = m
+	}
+	// The machines of the names of unrecorded instances: normally a few
+	// (orphans and creations in flight), so this index stays small where
+	// one of the whole fleet would not.
+	var byName map[string]*Member
+	for i := range instances {
+		inst := &instances[i]
+		if _, ok := recorded[inst.ProviderID]; !ok && inst.ProviderID != "" {
+			if byName == nil {
+				byName = make(map[string]*Member)
+			}
+			byName[inst.MachineName] = nil
+		}
+	}
+	if len(byName) == 0 {
+		return dst
+	}
+	for i := range fleet {
+		if _, ok := byName[fleet[i].Name]; ok {
+			byName[fleet[i].Name] = &fleet[i]
+		}
 	}
 	n := StampOf(now)
-	for _, inst := range instances {
-		if inst.ProviderID == "" || recorded[inst.ProviderID] {
+	for i := range instances {
+		inst := &instances[i]
+		if _, ok := recorded[inst.ProviderID]; ok || inst.ProviderID == "" {
 			continue
 		}
 		if m := byName[inst.MachineName]; m != nil && (m.creating() || m.ProviderID == "") &&

@@ -1,0 +1,82 @@
+package lifecycle_test
+
+import (
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// naiveOrphans is Orphans' documented rule written the plain way: an index
+// of the whole fleet by name and a set of recorded providerIDs.
+func naiveOrphans(cfg *lifecycle.Config, now time.Time, fleet []lifecycle.Member, instances []driverapi.Instance) []driverapi.Call {
+	recorded := map[string]bool{}
+	byName := map[string]*lifecycle.Member{}
+	for i := range fleet {
+		if fleet[i].ProviderID != "" {
+			recorded[fleet[i].ProviderID] = true
+		}
+		byName[fleet[i].Name] = &fleet[i]
+	}
+	var out []driverapi.Call
+	for _, inst := range instances {
+		if inst.ProviderID == "" || recorded[inst.ProviderID] {
+			continue
+		}
+		if m := byName[inst.MachineName]; m != nil {
+			creating := m.Phase == phase.None || m.Phase == phase.CrashLoopBackOff ||
+				m.Stage == lifecycle.StageCreating || m.Stage == lifecycle.StageInitializing
+			if (creating || m.ProviderID == "") && (inst.OwnerUID == "" || inst.OwnerUID == m.UID) {
+				continue
+			}
+		}
+		if !inst.Created.IsZero() && now.Sub(inst.Created) <= cfg.CreationTimeout {
+			continue
+		}
+		out = append(out, driverapi.Call{Method: driverapi.MethodDelete,
+			Machine: driverapi.MachineRef{Name: inst.MachineName, UID: inst.OwnerUID, ProviderID: inst.ProviderID}})
+	}
+	return out
+}
+
+// Orphans, which indexes only the names it needs, agrees with the plain
+// rule on fleets whose names, UIDs and providerIDs collide often.
+func TestPropertyOrphansMatchesThePlainRule(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	names := rapid.SampledFrom([]string{"", "m-1", "m-2", "m-3", "m-4"})
+	uids := rapid.SampledFrom([]string{"", "u-1", "u-2", "u-3"})
+	pids := rapid.SampledFrom([]string{"", "p-1", "p-2", "p-3", "p-4", "p-5"})
+	phases := rapid.SampledFrom([]phase.Phase{phase.None, phase.Pending, phase.Running, phase.CrashLoopBackOff,
+		phase.Failed, phase.Terminating, phase.Unknown})
+	stages := rapid.SampledFrom([]lifecycle.Stage{lifecycle.StageNone, lifecycle.StageCreating,
+		lifecycle.StageInitializing, lifecycle.StageDrain})
+	rapid.Check(t, func(t *rapid.T) {
+		fleet := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) lifecycle.Member {
+			return lifecycle.Member{Name: names.Draw(t, "name"), UID: uids.Draw(t, "uid"),
+				ProviderID: pids.Draw(t, "pid"), Phase: phases.Draw(t, "phase"), Stage: stages.Draw(t, "stage")}
+		}), 0, 8).Draw(t, "fleet")
+		instances := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) driverapi.Instance {
+			age := time.Duration(rapid.IntRange(0, 60).Draw(t, "age minutes")) * time.Minute
+			created := fleetNow.Add(-age)
+			if rapid.Bool().Draw(t, "no creation time") {
+				created = time.Time{}
+			}
+			return driverapi.Instance{ProviderID: pids.Draw(t, "pid"), MachineName: names.Draw(t, "name"),
+				OwnerUID: uids.Draw(t, "owner"), Created: created}
+		}), 0, 8).Draw(t, "instances")
+		got := lifecycle.Orphans(nil, &cfg, fleetNow, fleet, instances)
+		want := naiveOrphans(&cfg, fleetNow, fleet, instances)
+		if len(got) != len(want) {
+			t.Fatalf("Orphans gave %d calls, the plain rule %d:\n%v\n%v", len(got), len(want), got, want)
+		}
+		for i := range got {
+			if got[i].Machine != want[i].Machine || got[i].Method != want[i].Method {
+				t.Fatalf("call %d: %+v, the plain rule %+v", i, got[i], want[i])
+			}
+		}
+	})
+}
