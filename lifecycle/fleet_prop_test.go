@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,6 +77,56 @@ func TestPropertyOrphansMatchesThePlainRule(t *testing.T) {
 		for i := range got {
 			if got[i].Machine != want[i].Machine || got[i].Method != want[i].Method {
 				t.Fatalf("call %d: %+v, the plain rule %+v", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// Limit decides each owner's grants from that owner's machines alone and
+// does not depend on the order of the fleet: the grants of a shuffled
+// fleet, and those of each owner's machines given alone, are the same.
+func TestPropertyLimitDecidesPerOwner(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	owners := rapid.SampledFrom([]string{"", "ms-a", "ms-b", "ms-c"})
+	phases := rapid.SampledFrom([]phase.Phase{phase.Running, phase.Unknown, phase.Unknown, phase.Pending,
+		phase.Failed, phase.InPlaceUpdateFailed, phase.Terminating})
+	rapid.Check(t, func(t *rapid.T) {
+		cfg.Replacements = lifecycle.ReplacementLimit{Count: rapid.IntRange(1, 3).Draw(t, "count")}
+		n := rapid.IntRange(0, 24).Draw(t, "machines")
+		fleet := make([]lifecycle.Member, n)
+		for i := range fleet {
+			m := member(fmt.Sprintf("m-%02d", i), owners.Draw(t, "owner"), phases.Draw(t, "phase"),
+				rapid.IntRange(0, 25).Draw(t, "since minute"))
+			if rapid.IntRange(0, 4).Draw(t, "granted") == 0 {
+				m.Flags |= lifecycle.FlagGranted
+			}
+			m.Deleting = rapid.IntRange(0, 6).Draw(t, "deleting") == 0
+			fleet[i] = m
+		}
+		whole := lifecycle.Limit(nil, &cfg, limiterNow, lifecycle.Observer{}, fleet)
+		byName := map[string]bool{}
+		for i := range fleet {
+			byName[fleet[i].Name] = whole[i].Fail
+		}
+		perm := rapid.Permutation(fleet).Draw(t, "shuffled")
+		shuffled := lifecycle.Limit(nil, &cfg, limiterNow, lifecycle.Observer{}, perm)
+		for i := range perm {
+			if shuffled[i].Fail != byName[perm[i].Name] {
+				t.Fatalf("%s: granted %v in the shuffled fleet, %v in the fleet", perm[i].Name, shuffled[i].Fail, !shuffled[i].Fail)
+			}
+		}
+		for _, owner := range []string{"", "ms-a", "ms-b", "ms-c"} {
+			var own []lifecycle.Member
+			for _, m := range fleet {
+				if m.Owner == owner {
+					own = append(own, m)
+				}
+			}
+			alone := lifecycle.Limit(nil, &cfg, limiterNow, lifecycle.Observer{}, own)
+			for i := range own {
+				if alone[i].Fail != byName[own[i].Name] {
+					t.Fatalf("%s of %q: granted %v alone, %v in the fleet", own[i].Name, owner, alone[i].Fail, !alone[i].Fail)
+				}
 			}
 		}
 	})

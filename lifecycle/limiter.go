@@ -65,8 +65,8 @@ func (m *Member) inFlight(eligible bool) bool {
 // without its grant), passes each machine its grant in Input.Grant, and
 // serialises the steps of machines of one owner, so two grants of one
 // computation are not both used before the status of the first is saved.
-// Limit is linear in the fleet (plus sorting the machines it may grant); out
-// is reused when its capacity suffices.
+// Limit is linear in the fleet, plus sorting each owner's machines it may
+// grant; out is reused when its capacity suffices.
 func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) []Grant {
 	out = slices.Grow(out[:0], len(fleet))[:len(fleet)]
 	clear(out)
@@ -78,14 +78,22 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 	if observer.Degraded {
 		healthySince = n // nothing is past its timeout while degraded
 	}
-	var candidates []int
+	type candidate struct{ i, group int }
+	var candidates []candidate
+	last, lastGi := "", -1
 	for i := range fleet {
 		m := &fleet[i]
-		gi, ok := index[m.Owner]
-		if !ok {
-			gi = len(groups)
-			index[m.Owner] = gi
-			groups = append(groups, group{})
+		gi := lastGi
+		if gi < 0 || m.Owner != last {
+			// A listing sorted by name keeps an owner's machines together,
+			// so the map is asked once per run of the same owner.
+			var ok bool
+			if gi, ok = index[m.Owner]; !ok {
+				gi = len(groups)
+				index[m.Owner] = gi
+				groups = append(groups, group{})
+			}
+			last, lastGi = m.Owner, gi
 		}
 		eligible := m.eligible(cfg, n, healthySince)
 		groups[gi].total++
@@ -96,19 +104,50 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 		case eligible && m.Flags.Has(FlagGranted):
 			out[i].Fail = true
 		case eligible && !observer.Degraded:
-			candidates = append(candidates, i)
+			candidates = append(candidates, candidate{i, gi})
 		}
 	}
-	slices.SortFunc(candidates, func(a, b int) int {
+	if len(candidates) == 0 {
+		return out
+	}
+	// An owner's grants depend only on its own candidates, so they are
+	// ordered per owner (oldest first, then by name): a counting sort by
+	// owner, then small sorts, rather than one sort of them all.
+	start := make([]int, len(groups)+1)
+	for _, c := range candidates {
+		start[c.group+1]++
+	}
+	for g := range groups {
+		start[g+1] += start[g]
+	}
+	byOwner := make([]int, len(candidates))
+	next := slices.Clone(start[:len(groups)])
+	for _, c := range candidates {
+		byOwner[next[c.group]] = c.i
+		next[c.group]++
+	}
+	older := func(a, b int) int {
 		ma, mb := &fleet[a], &fleet[b]
 		if c := cmp.Compare(ma.PhaseSince, mb.PhaseSince); c != 0 {
 			return c
 		}
 		return cmp.Compare(ma.Name, mb.Name)
-	})
-	for _, i := range candidates {
-		g := &groups[index[fleet[i].Owner]]
-		if g.inFlight < cfg.Replacements.max(g.total) {
+	}
+	for gi := range groups {
+		own := byOwner[start[gi]:start[gi+1]]
+		if len(own) == 0 {
+			continue
+		}
+		g := &groups[gi]
+		limit := cfg.Replacements.max(g.total)
+		if g.inFlight >= limit {
+			continue
+		}
+		slices.SortFunc(own, older)
+		for _, i := range own {
+			if g.inFlight >= limit {
+				break
+			}
 			out[i].Fail = true
 			g.inFlight++
 		}
