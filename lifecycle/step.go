@@ -35,7 +35,7 @@ func StepInto(d *Decision, cfg *Config, in *Input) {
 
 // reset makes d the zero Decision holding st. It clears only the effect
 // slots the previous decision used: the others are zero already, since
-// Effects' storage is only ever written through add and prepend, below its
+// Effects' storage is only ever written through put and prepend, below its
 // length.
 func (d *Decision) reset(st *Status) {
 	for i := range d.Effects.n {
