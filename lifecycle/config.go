@@ -167,7 +167,8 @@ func (c *Config) valid() bool {
 			return false
 		}
 	}
-	return c.Retry.Validate() == nil
+	p := &c.Retry // retry.Policy.Validate's checks, without building an error
+	return p.ResourceExhausted >= 0 && p.MaxBackoff >= 0 && p.JitterPercent >= 0 && p.JitterPercent <= 100
 }
 
 // creationTimeout is the effective creation timeout of the object.

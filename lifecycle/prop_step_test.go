@@ -1,9 +1,14 @@
 package lifecycle_test
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
 )
 
 // On any input, with any valid configuration, Step keeps every promise a
@@ -12,4 +17,40 @@ import (
 // fuzzed bytes.
 func TestPropertyEveryDecisionKeepsThePromises(t *testing.T) {
 	rapid.Check(t, stepProperty)
+}
+
+// Step refuses exactly the configurations Validate rejects: its hot-path
+// check and Validate cannot drift apart.
+func TestPropertyStepRefusesExactlyInvalidConfigs(t *testing.T) {
+	in := withIdentity(newInput(), phase.Running)
+	in.Node = healthyNode()
+	durations := rapid.SampledFrom([]time.Duration{-time.Second, 0, 1, time.Minute})
+	counts := rapid.SampledFrom([]int32{-1, 0, 3})
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := lifecycle.DefaultConfig()
+		for _, d := range []*time.Duration{&cfg.CreationTimeout, &cfg.HealthTimeout, &cfg.DrainTimeout, &cfg.WaitCheck,
+			&cfg.ForceDrainAfter, &cfg.ForcedDrainTimeout, &cfg.EvictRetryInterval, &cfg.Retry.ResourceExhausted,
+			&cfg.Retry.MaxBackoff} {
+			if rapid.IntRange(0, 5).Draw(t, "change") == 0 {
+				*d = durations.Draw(t, "duration")
+			}
+		}
+		if rapid.Bool().Draw(t, "change retries") {
+			cfg.MaxEvictRetries, cfg.ForcedEvictRetries = counts.Draw(t, "max"), counts.Draw(t, "forced")
+		}
+		if rapid.IntRange(0, 3).Draw(t, "change jitter") == 0 {
+			cfg.Retry.JitterPercent = rapid.IntRange(-5, 105).Draw(t, "jitter")
+		}
+		if rapid.IntRange(0, 3).Draw(t, "change replacements") == 0 {
+			cfg.Replacements = lifecycle.ReplacementLimit{Count: rapid.IntRange(-1, 2).Draw(t, "count"),
+				Percent: rapid.IntRange(-1, 101).Draw(t, "percent")}
+		}
+		if rapid.IntRange(0, 5).Draw(t, "empty condition") == 0 {
+			cfg.NodeConditions = append(slices.Clone(cfg.NodeConditions), "")
+		}
+		refused := lifecycle.Step(cfg, in).Rule == lifecycle.RuleInvalidConfig
+		if err := cfg.Validate(); refused != (err != nil) {
+			t.Fatalf("Step refused: %v; Validate: %v; config %+v", refused, err, cfg)
+		}
+	})
 }
