@@ -1,0 +1,251 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Machine is a virtual machine (or any instance a provider creates) whose
+// lifecycle the controller decides with github.com/purelifecycle/machine.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mc
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.currentStatus.phase`,description="Current phase of the machine."
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.metadata.labels.node`,description="Node backing the machine."
+// +kubebuilder:printcolumn:name="ProviderID",type=string,JSONPath=`.spec.providerID`,description="Instance backing the machine.",priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Machine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired machine.
+	Spec MachineSpec `json:"spec,omitempty"`
+	// Status is the machine as last observed and decided.
+	Status MachineStatus `json:"status,omitempty"`
+}
+
+// MachineList is a list of Machines.
+//
+// +kubebuilder:object:root=true
+type MachineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the machines.
+	Items []Machine `json:"items"`
+}
+
+// MachineSpec is the desired machine (MCM's MachineSpec without the node
+// template).
+type MachineSpec struct {
+	// Class names the machine class: the provider configuration.
+	// +optional
+	Class ClassSpec `json:"class,omitempty"`
+	// ProviderID identifies the machine's instance at the provider. The
+	// controller sets it once the instance is recorded.
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
+	// UpdateGeneration is the desired hot-update generation: the version of
+	// the part of the machine the provider can apply to a running instance
+	// in place. Raising it asks the provider to update the instance.
+	// +optional
+	UpdateGeneration int64 `json:"updateGeneration,omitempty"`
+	// InstanceMetadata is the metadata (tags, labels) the instance must
+	// carry at the provider.
+	// +optional
+	InstanceMetadata map[string]string `json:"instanceMetadata,omitempty"`
+	// MachineConfiguration holds per-machine settings that win over the
+	// controller's configuration.
+	MachineConfiguration `json:",inline"`
+}
+
+// ClassSpec names a machine class.
+type ClassSpec struct {
+	// APIGroup of the class.
+	// +optional
+	APIGroup string `json:"apiGroup,omitempty"`
+	// Kind of the class.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name of the class.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// MachineConfiguration holds MCM's per-machine settings, with MCM's field
+// names.
+type MachineConfiguration struct {
+	// MachineDrainTimeout bounds the drain, after which it is forced.
+	// +optional
+	MachineDrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+	// MachineHealthTimeout bounds how long the machine may stay Unknown
+	// before it is marked Failed.
+	// +optional
+	MachineHealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+	// MachineCreationTimeout bounds how long the machine may take to join.
+	// +optional
+	MachineCreationTimeout *metav1.Duration `json:"creationTimeout,omitempty"`
+	// DisableHealthTimeout, when true, never marks the machine Failed for
+	// being unhealthy.
+	// +optional
+	DisableHealthTimeout *bool `json:"disableHealthTimeout,omitempty"`
+	// MaxEvictRetries bounds the eviction retries of a drain.
+	// +optional
+	MaxEvictRetries *int32 `json:"maxEvictRetries,omitempty"`
+	// NodeConditions is a comma-separated list of node condition types that
+	// make the node unhealthy when not False.
+	// +optional
+	NodeConditions *string `json:"nodeConditions,omitempty"`
+}
+
+// MachineStatus is the machine's status: MCM's fields, with MCM's names
+// and texts, plus the library's own state in Lifecycle.
+type MachineStatus struct {
+	// Addresses of the instance; only kept without a target cluster.
+	// +optional
+	Addresses []corev1.NodeAddress `json:"addresses,omitempty"`
+	// Conditions mirror the conditions of the machine's node.
+	// +optional
+	Conditions []corev1.NodeCondition `json:"conditions,omitempty"`
+	// LastOperation is the last operation, with MCM's exact description.
+	// +optional
+	LastOperation LastOperation `json:"lastOperation,omitempty"`
+	// CurrentStatus holds the phase.
+	// +optional
+	CurrentStatus CurrentStatus `json:"currentStatus,omitempty"`
+	// LastKnownState is the provider's opaque state of the instance.
+	// +optional
+	LastKnownState string `json:"lastKnownState,omitempty"`
+	// Node is the name of the instance's node, as the provider reported it.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// Lifecycle is the library's state that MCM's fields do not carry.
+	// +optional
+	Lifecycle *LifecycleState `json:"lifecycle,omitempty"`
+}
+
+// LastOperation is MCM's LastOperation record.
+type LastOperation struct {
+	// Description is MCM's text for the operation.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// ErrorCode is the driver's error code name, if the operation failed
+	// with one.
+	// +optional
+	ErrorCode string `json:"errorCode,omitempty"`
+	// LastUpdateTime is when the record last changed.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+	// State is Processing, Failed or Successful.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Type is Create, Update, InPlaceUpdate, DrainNode, HealthCheck or
+	// Delete.
+	// +optional
+	Type string `json:"type,omitempty"`
+}
+
+// CurrentStatus is MCM's CurrentStatus.
+type CurrentStatus struct {
+	// Phase is MCM's machine phase.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// TimeoutActive reports that a timeout (creation or health) runs.
+	// +optional
+	TimeoutActive bool `json:"timeoutActive,omitempty"`
+	// LastUpdateTime is when the phase was entered.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+}
+
+// LifecycleState is the part of lifecycle.Status that MCM's fields do not
+// carry. Times are RFC 3339 with nanoseconds, so they round-trip exactly.
+type LifecycleState struct {
+	// Stage is the step of the creation or deletion flow.
+	// +optional
+	Stage string `json:"stage,omitempty"`
+	// StageSince is when the stage was entered.
+	// +optional
+	StageSince string `json:"stageSince,omitempty"`
+	// PhaseSince is when the phase was entered (currentStatus.lastUpdateTime
+	// to the nanosecond).
+	// +optional
+	PhaseSince string `json:"phaseSince,omitempty"`
+	// RetryAfter is the earliest time the stage may ask the driver again.
+	// +optional
+	RetryAfter string `json:"retryAfter,omitempty"`
+	// Flags are the facts the flows recorded, as lifecycle.Flags bits.
+	// +optional
+	Flags uint16 `json:"flags,omitempty"`
+	// Failures count consecutive failures per sub-flow.
+	// +optional
+	Failures Failures `json:"failures,omitempty"`
+	// Attempt is the creation attempt (part of the idempotency key).
+	// +optional
+	Attempt uint32 `json:"attempt,omitempty"`
+	// Seq grows with every change of the status.
+	// +optional
+	Seq uint32 `json:"seq,omitempty"`
+	// ProviderID is the recorded instance; spec.providerID follows it.
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
+	// Operation is the last operation in structured form; the description
+	// in lastOperation is rendered from it.
+	// +optional
+	Operation Operation `json:"operation,omitempty"`
+	// OwnerUID is the machine UID the provider last reported the instance
+	// belongs to.
+	// +optional
+	OwnerUID string `json:"ownerUID,omitempty"`
+	// AppliedGeneration is the hot-update generation the instance is at.
+	// +optional
+	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
+	// RejectedGeneration is the hot-update generation the provider could
+	// not apply in place.
+	// +optional
+	RejectedGeneration int64 `json:"rejectedGeneration,omitempty"`
+	// Metadata is the instance metadata last observed, restricted to the
+	// keys the lifecycle manages.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// MetadataObserved is when the provider last reported the metadata.
+	// +optional
+	MetadataObserved string `json:"metadataObserved,omitempty"`
+	// MetadataSince is when the current metadata patch was asked.
+	// +optional
+	MetadataSince string `json:"metadataSince,omitempty"`
+}
+
+// Failures count consecutive failures per sub-flow.
+type Failures struct {
+	// Create counts failed creation steps.
+	// +optional
+	Create uint8 `json:"create,omitempty"`
+	// Health counts failed health confirmations.
+	// +optional
+	Health uint8 `json:"health,omitempty"`
+	// Delete counts failed deletion steps.
+	// +optional
+	Delete uint8 `json:"delete,omitempty"`
+	// Update counts failed hot updates.
+	// +optional
+	Update uint8 `json:"update,omitempty"`
+	// Metadata counts metadata patches that did not converge.
+	// +optional
+	Metadata uint8 `json:"metadata,omitempty"`
+}
+
+// Operation is the structured form of the last operation: which of MCM's
+// descriptions, and the values it embeds.
+type Operation struct {
+	// Desc is the description's stable id (lastop.Desc.String).
+	// +optional
+	Desc string `json:"desc,omitempty"`
+	// Detail is the free text the description embeds.
+	// +optional
+	Detail string `json:"detail,omitempty"`
+	// Elapsed is the duration the description names.
+	// +optional
+	Elapsed string `json:"elapsed,omitempty"`
+}

@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// Field indexes of the manager's cache.
+const (
+	nodeProviderIDIndex = "spec.providerID"
+	vaNodeIndex         = "spec.nodeName"
+	machineNameIndex    = "machine.name"
+	machineNodeIndex    = "machine.node"
+	machineProviderID   = "machine.providerID"
+)
+
+// objectOf returns the machine object as the lifecycle reads it, and the
+// problem found reading it.
+func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
+	o := lifecycle.Object{
+		Name:             m.Name,
+		UID:              string(m.UID),
+		CreationTime:     m.CreationTimestamp.Time,
+		Finalizer:        controllerutil.ContainsFinalizer(m, lifecycle.Finalizer),
+		NodeLabel:        m.Labels[lifecycle.NodeLabel],
+		ProviderID:       m.Spec.ProviderID,
+		Priority:         m.Annotations[lifecycle.PriorityAnnotation],
+		UpdateGeneration: m.Spec.UpdateGeneration,
+		Metadata:         m.Spec.InstanceMetadata,
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		o.Owner = string(ref.UID)
+	}
+	if m.DeletionTimestamp != nil {
+		o.DeletionTime = m.DeletionTimestamp.Time
+	}
+	if b, err := strconv.ParseBool(m.Labels[lifecycle.ForceDeletionLabel]); err == nil {
+		o.ForceDeletion = b
+	}
+	problem := lifecycle.ProblemNone
+	c := &m.Spec.MachineConfiguration
+	ov := &o.Overrides
+	if c.MachineCreationTimeout != nil {
+		ov.CreationTimeout = c.MachineCreationTimeout.Duration
+	}
+	if a, ok := m.Annotations[lifecycle.CreationTimeoutAnnotation]; ok {
+		d, err := time.ParseDuration(a)
+		if err != nil || d < 0 {
+			problem = lifecycle.ProblemInvalidMachine
+		} else {
+			ov.CreationTimeout = d
+		}
+	}
+	if c.MachineHealthTimeout != nil {
+		ov.HealthTimeout = c.MachineHealthTimeout.Duration
+	}
+	if c.MachineDrainTimeout != nil {
+		ov.DrainTimeout = c.MachineDrainTimeout.Duration
+	}
+	if c.MaxEvictRetries != nil {
+		ov.MaxEvictRetries = *c.MaxEvictRetries
+	}
+	if c.DisableHealthTimeout != nil {
+		ov.DisableHealthTimeout = *c.DisableHealthTimeout
+	}
+	if c.NodeConditions != nil {
+		ov.NodeConditions = []string{}
+		for _, t := range strings.Split(*c.NodeConditions, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				ov.NodeConditions = append(ov.NodeConditions, t)
+			}
+		}
+	}
+	if ov.CreationTimeout < 0 || ov.HealthTimeout < 0 || ov.DrainTimeout < 0 || ov.MaxEvictRetries < 0 {
+		problem = lifecycle.ProblemInvalidMachine
+	}
+	return o, problem
+}
+
+// observe builds the input of a step from the machine as this pass last
+// wrote it and the caches; st is the status the step is given (for the
+// providerID lookup of the node). A machine that is gone gives a zero
+// Object.
+func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status) lifecycle.Input {
+	in := lifecycle.Input{Now: r.now(), Status: *st}
+	if p.gone {
+		return in
+	}
+	in.Object, in.Problem = objectOf(p.m)
+	node, err := r.findNode(ctx, p.m, st.ProviderID)
+	if err != nil {
+		p.log.Info("reading the node failed", "error", err.Error())
+		in.NodeReadFailed = true
+	} else if node != nil {
+		in.Node = nodeView(node)
+		var vas storagev1.VolumeAttachmentList
+		if err := r.Client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: node.Name}); err == nil {
+			for i := range vas.Items {
+				if vas.Items[i].DeletionTimestamp == nil {
+					in.VolumeAttachments++
+				}
+			}
+		}
+	}
+	var token corev1.Secret
+	err = r.Client.Get(ctx, tokenKey(p.m.Name), &token)
+	in.TokenExists = err == nil
+	return in
+}
+
+// findNode finds the machine's node: by the machine's node label, else by
+// the node's machine-name label, else by the recorded providerID. nil
+// without an error when there is none.
+func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, providerID string) (*corev1.Node, error) {
+	if name := m.Labels[lifecycle.NodeLabel]; name != "" {
+		n := &corev1.Node{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, n)
+		if err == nil {
+			return n, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
+		return nil, err
+	}
+	if n := first(nodes.Items); n != nil {
+		return n, nil
+	}
+	if providerID == "" {
+		return nil, nil
+	}
+	if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: providerID}); err != nil {
+		return nil, err
+	}
+	return first(nodes.Items), nil
+}
+
+// first returns the node with the smallest name, so the choice does not
+// depend on the cache's order.
+func first(nodes []corev1.Node) *corev1.Node {
+	if len(nodes) == 0 {
+		return nil
+	}
+	n := slices.MinFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return &n
+}
+
+// nodeNamed returns the node of that name, read from the API server, or the
+// zero Node (the stale-node check after CreateMachine).
+func (r *Reconciler) nodeNamed(ctx context.Context, name string) lifecycle.Node {
+	n := &corev1.Node{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return lifecycle.Node{}
+	}
+	return nodeView(n)
+}
+
+// nodeView returns what the lifecycle reads of a node.
+func nodeView(n *corev1.Node) lifecycle.Node {
+	v := lifecycle.Node{
+		Name:            n.Name,
+		ProviderID:      n.Spec.ProviderID,
+		MachineName:     n.Labels[lifecycle.MachineNameLabel],
+		Deleting:        n.DeletionTimestamp != nil,
+		VolumesAttached: len(n.Status.VolumesAttached),
+	}
+	for _, c := range n.Status.Conditions {
+		cs := lifecycle.ConditionUnknown
+		switch c.Status {
+		case corev1.ConditionTrue:
+			cs = lifecycle.ConditionTrue
+		case corev1.ConditionFalse:
+			cs = lifecycle.ConditionFalse
+		}
+		v.Conditions = append(v.Conditions, lifecycle.Condition{Type: string(c.Type), Status: cs,
+			Since: lifecycle.StampOf(c.LastTransitionTime.Time), Reason: c.Reason, Message: c.Message})
+	}
+	for _, t := range n.Spec.Taints {
+		switch {
+		case t.Key == lifecycle.TaintCriticalComponentsNotReady && t.Effect == corev1.TaintEffectNoSchedule:
+			v.Taints |= lifecycle.CriticalComponentsNotReady
+		case t.Key == lifecycle.TaintInstanceNotReady:
+			v.Taints |= lifecycle.InstanceNotReady
+		}
+	}
+	return v
+}
+
+// tokenKey names the bootstrap token secret of a machine.
+func tokenKey(machine string) client.ObjectKey {
+	return client.ObjectKey{Namespace: lifecycle.BootstrapTokenNamespace,
+		Name: "bootstrap-token-" + lifecycle.BootstrapTokenID(machine)}
+}
+
+// classFor returns the provider configuration of a driver call: r.Class,
+// with the machine's bootstrap token in the user data of a CreateMachine.
+func (r *Reconciler) classFor(ctx context.Context, p *pass, call *driverapi.Call) (driverapi.Class, error) {
+	class := r.Class
+	ud, ok := class.Secret["userData"]
+	if call.Method != driverapi.MethodCreate || !ok || !strings.Contains(string(ud), BootstrapTokenPlaceholder) {
+		return class, nil
+	}
+	var s corev1.Secret
+	if err := r.Reader.Get(ctx, tokenKey(p.m.Name), &s); err != nil {
+		return class, fmt.Errorf("reading the bootstrap token: %w", err)
+	}
+	token := string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])
+	class.Secret = maps.Clone(class.Secret)
+	class.Secret["userData"] = []byte(strings.ReplaceAll(string(ud), BootstrapTokenPlaceholder, token))
+	return class, nil
+}

@@ -1,0 +1,154 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// SetupWithManager registers the cache indexes the reconciler reads with
+// and the controller: Machines, and the Nodes mapped to their machines.
+// Status-only changes of a Machine (the reconciler's own status writes) do
+// not trigger a pass; the decision's requeue does.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	for _, ix := range []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&corev1.Node{}, nodeProviderIDIndex, func(o client.Object) []string {
+			return nonEmpty(o.(*corev1.Node).Spec.ProviderID)
+		}},
+		{&storagev1.VolumeAttachment{}, vaNodeIndex, func(o client.Object) []string {
+			return nonEmpty(o.(*storagev1.VolumeAttachment).Spec.NodeName)
+		}},
+		{&v1alpha1.Machine{}, machineNameIndex, func(o client.Object) []string { return []string{o.GetName()} }},
+		{&v1alpha1.Machine{}, machineNodeIndex, func(o client.Object) []string {
+			m := o.(*v1alpha1.Machine)
+			return nonEmpty(m.Labels[lifecycle.NodeLabel], m.Status.Node)
+		}},
+		{&v1alpha1.Machine{}, machineProviderID, func(o client.Object) []string {
+			m := o.(*v1alpha1.Machine)
+			pid := ""
+			if m.Status.Lifecycle != nil {
+				pid = m.Status.Lifecycle.ProviderID
+			}
+			return nonEmpty(m.Spec.ProviderID, pid)
+		}},
+	} {
+		if err := idx.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machine").
+		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionRequested))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfNode)).
+		Complete(r)
+}
+
+// deletionRequested passes the update that sets the deletion timestamp.
+var deletionRequested = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+	},
+}
+
+// nonEmpty returns the distinct non-empty values.
+func nonEmpty(vs ...string) []string {
+	var out []string
+	for _, v := range vs {
+		if v != "" && (len(out) == 0 || out[len(out)-1] != v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// machinesOfNode maps a node to the machines it may belong to: by the node's
+// machine-name label, by the machines' node label or recorded node name, and
+// by providerID.
+func (r *Reconciler) machinesOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	n := o.(*corev1.Node)
+	seen := map[types.NamespacedName]bool{}
+	var out []reconcile.Request
+	add := func(field, value string) {
+		if value == "" {
+			return
+		}
+		var list v1alpha1.MachineList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+			logf.FromContext(ctx).Error(err, "mapping a node to its machines", "node", n.Name)
+			return
+		}
+		for i := range list.Items {
+			k := client.ObjectKeyFromObject(&list.Items[i])
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, reconcile.Request{NamespacedName: k})
+			}
+		}
+	}
+	add(machineNameIndex, n.Labels[lifecycle.MachineNameLabel])
+	add(machineNodeIndex, n.Name)
+	add(machineProviderID, n.Spec.ProviderID)
+	return out
+}
+
+// OrphanCollector returns a runnable that, every interval, deletes the
+// provider's instances no machine owns (lifecycle.Orphans) and records
+// their number in the metrics.
+func (r *Reconciler) OrphanCollector(interval time.Duration) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				r.collectOrphans(ctx)
+			}
+		}
+	})
+}
+
+func (r *Reconciler) collectOrphans(ctx context.Context) {
+	log := logf.FromContext(ctx).WithName("orphans")
+	fleet, err := members(ctx, r.Client, &r.Config, "")
+	if err != nil {
+		log.Error(err, "listing machines")
+		return
+	}
+	res := driverapi.Invoke(ctx, r.Driver, driverapi.Call{Method: driverapi.MethodList}, r.Class)
+	if !res.OK() {
+		log.Info("listing instances failed", "error", res.ErrorText())
+		return
+	}
+	calls := lifecycle.Orphans(nil, &r.Config, r.now(), fleet, res.Instances)
+	if r.Metrics != nil {
+		r.Metrics.SetOrphans(len(calls))
+	}
+	for _, c := range calls {
+		res := driverapi.Invoke(ctx, r.Driver, c, r.Class)
+		log.Info("deleted orphan instance", "call", lifecycle.CallString(c), "code", res.Code.String(), "error", res.ErrorText())
+	}
+}

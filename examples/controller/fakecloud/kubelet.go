@@ -1,0 +1,89 @@
+package fakecloud
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// RegisterNode does what the kubelet of an instance does when it joins:
+// it creates the node the instance announces, with the instance's
+// providerID and the startup taint lifecycle.TaintInstanceNotReady, and
+// reports it Ready. An existing node is left as it is.
+func RegisterNode(ctx context.Context, c client.Client, inst Instance) error {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: inst.NodeName},
+		Spec: corev1.NodeSpec{
+			ProviderID: inst.ProviderID,
+			Taints:     []corev1.Taint{{Key: lifecycle.TaintInstanceNotReady, Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	if err := c.Create(ctx, n); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	return SetReady(ctx, c, inst.NodeName, corev1.ConditionTrue)
+}
+
+// SetReady sets the node's Ready condition to status, as a kubelet (or the
+// node lifecycle controller, for Unknown) does.
+func SetReady(ctx context.Context, c client.Client, node string, status corev1.ConditionStatus) error {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	for i := range n.Status.Conditions {
+		cond := &n.Status.Conditions[i]
+		if cond.Type == corev1.NodeReady {
+			if cond.Status != status {
+				cond.LastTransitionTime = now
+			}
+			cond.Status, cond.LastHeartbeatTime = status, now
+			return c.Status().Update(ctx, n)
+		}
+	}
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: status,
+		Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now})
+	return c.Status().Update(ctx, n)
+}
+
+// Kubelet plays the kubelet of every initialized instance of p: every
+// interval it registers the nodes not registered yet. It implements
+// controller-runtime's manager.Runnable.
+type Kubelet struct {
+	Provider *Provider
+	Client   client.Client
+	Interval time.Duration
+}
+
+// Start runs until ctx ends.
+func (k *Kubelet) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("fake-kubelet")
+	t := time.NewTicker(k.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, inst := range k.Provider.Instances() {
+			if !inst.Initialized {
+				continue
+			}
+			if err := RegisterNode(ctx, k.Client, inst); err != nil {
+				log.Error(err, "registering node", "node", inst.NodeName)
+			}
+		}
+	}
+}
