@@ -40,10 +40,16 @@
 //     a CreateMachine's.
 //  4. Repeat until a decision neither changed the status nor has effects
 //     ([Decision.Done]), at most [MaxStepsPerPass] steps in one pass; then
-//     requeue the machine after the last decision's [Decision.Requeue]. Pass
-//     Step the object as the shell's own last write returned it, or newer,
-//     never an older cached copy. After a decision without effects, the
-//     Outcome carries only its OpID (0) and Persist.
+//     requeue the machine after the last decision's [Decision.Requeue]. The
+//     effects of the last allowed step are not carried out, as no step is
+//     left to report their outcome: save its status if it changed, and
+//     requeue after retry.Short instead. Pass Step the object as the shell's
+//     own last write returned it, or newer, never an older cached copy: a
+//     shell reading from an informer cache reads the object from the API
+//     server at the start of a pass, or lays its own last write over the
+//     cached copy when that is newer (compare resource versions). After a
+//     decision without effects, the Outcome carries only its OpID (0) and
+//     Persist.
 //
 // MCM's "return ShortRetry after a successful step" becomes "step again
 // now" in this loop; retry periods apply when a pass ends. Every effect can
