@@ -141,7 +141,7 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		x.requeue(retry.Medium)
 		x.wait(WaitRetry, x.now, x.now.Add(retry.Medium))
 	case code == driverapi.NotFound || code == driverapi.Unimplemented:
-		if pid := x.ref().ProviderID; pid != "" {
+		if pid := x.ref().ProviderID; pid != "" && !mutRecreate {
 			// A7: the provider cannot tell, but an instance is recorded.
 			x.rule(RuleCreateRecorded)
 			node := x.st.NodeName
@@ -154,7 +154,7 @@ func (x *decider) onLookup(r *driverapi.Result) {
 			x.proceed(RuleCreateRecorded)
 			return
 		}
-		if !x.creating() {
+		if !x.creating() && !mutRecreate {
 			// Past creation and the provider has no instance: never create
 			// again; health decides from the node, and the provider is
 			// asked again after Long.

@@ -247,7 +247,7 @@ func (x *decider) unhealthy() {
 		return
 	}
 	if !st.Flags.Has(FlagGranted) {
-		if !x.in.Grant.Fail {
+		if !x.in.Grant.Fail && !mutNoGrant {
 			// T1-T3: no grant (none computed, or other replacements in
 			// flight). Nothing is written.
 			x.rule(RuleHealthAwaitGrant)

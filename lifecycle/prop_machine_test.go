@@ -235,6 +235,13 @@ func TestPropertyMachineLifecycle(t *testing.T) {
 				}
 			},
 			"critical taint": func(t *rapid.T) { w.node.Taints ^= lifecycle.CriticalComponentsNotReady },
+			"instance vanishes": func(t *rapid.T) {
+				// Deleted out of band (by hand, or a spot instance
+				// reclaimed): the provider answers NotFound from now on.
+				if pids := w.prov.OwnedBy(w.obj.UID); len(pids) > 0 && rapid.IntRange(0, 3).Draw(t, "really") == 0 {
+					delete(w.prov.Instances, rapid.SampledFrom(pids).Draw(t, "instance"))
+				}
+			},
 			"delete": func(t *rapid.T) {
 				if w.obj.DeletionTime.IsZero() {
 					w.obj.DeletionTime = w.now

@@ -94,6 +94,9 @@ func (w *shard) check(mi int32, in *lifecycle.Input, d *lifecycle.Decision) {
 			}
 		}
 	}
+	if d.Status.Flags.Has(lifecycle.FlagGranted) && !in.Status.Flags.Has(lifecycle.FlagGranted) && !in.Grant.Fail {
+		w.broken(mi, d, "a grant recorded without the limiter's grant")
+	}
 	switch d.Call.Method {
 	case driverapi.MethodCreate:
 		if in.Status.ProviderID != "" || d.Status.ProviderID != "" {

@@ -145,7 +145,8 @@ func (o *Options) shards() int {
 const DefaultDriverFaults = "*:Unavailable=0.01,*:DeadlineExceeded=0.005,*:Internal=0.002,*:undecodable=0.002," +
 	"CreateMachine:ResourceExhausted=0.01,CreateMachine:empty=0.002,InitializeMachine:Uninitialized=0.02," +
 	"InitializeMachine:Unimplemented=0.005," +
-	"UpdateMachine:FailedPrecondition=0.05,UpdateMachine:Unimplemented=0.01,UpdateMetadata:Aborted=0.01"
+	"UpdateMachine:FailedPrecondition=0.05,UpdateMachine:Unimplemented=0.01,UpdateMetadata:Aborted=0.01," +
+	"GetMachineStatus:NotFound=0.01" // an eventually consistent cloud API that loses sight of an instance
 
 // DefaultOptions returns the defaults: 10,000 machines in owners of 100,
 // two simulated hours of scenario and faults and two of drain-out, and

@@ -38,7 +38,8 @@ var ErrPromise = errors.New("lifecycle promise broken")
 //     the last deletion stage;
 //   - Failed only after the creation timeout, the health timeout with the
 //     limiter's grant, or for a stale-node instance, and never while the
-//     observer is degraded;
+//     observer is degraded; a grant recorded in the status only when the
+//     input carries the limiter's grant;
 //   - Running only with a recorded, initialized instance and a healthy node
 //     of its own;
 //   - the op ID consistent with the effects and the status sequence.
@@ -109,6 +110,11 @@ func Check(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision) er
 		}
 	}
 
+	if st.Flags.Has(lifecycle.FlagGranted) && !was.Flags.Has(lifecycle.FlagGranted) && !in.Grant.Fail {
+		// The grant recorded in the status is what lets a later step mark
+		// the machine Failed: only the limiter may give it.
+		return fail("a grant recorded without the limiter's grant")
+	}
 	if st.Phase == phase.Failed && was.Phase != phase.Failed {
 		if err := checkFailed(cfg, in, d); err != nil {
 			return fail("%v", err)
