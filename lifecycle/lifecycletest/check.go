@@ -1,8 +1,11 @@
 // Package lifecycletest is the test harness of package lifecycle, shipped
 // for users as etcd ships rafttest: a checker of the promises every decision
-// keeps (DESIGN section 6), rapid generators of inputs, and a
-// fault-injecting in-memory driver. Use it in property tests of a
-// controller that embeds the lifecycle, or of the lifecycle itself.
+// keeps (DESIGN section 6), rapid generators of inputs, a fault-injecting
+// in-memory driver, and an exhaustive bounded exploration of one machine's
+// world ([Explore]) that reports every decision it observed. Use it in
+// property tests of a controller that embeds the lifecycle, or of the
+// lifecycle itself; the lifecycle's model check and the flow diagrams of
+// doc/diagrams.md run [Explorations].
 //
 // It is the one non-test package of the module that imports
 // pgregory.net/rapid; programs that import only the core never pull it.

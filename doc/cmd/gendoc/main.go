@@ -1,5 +1,6 @@
 // Command gendoc writes the documentation generated from the code (package
-// doc) into the doc directory. Run it with `go generate ./doc`.
+// doc) into the doc directory, or into the directory its argument names.
+// Run it with `go generate ./doc`.
 package main
 
 import (
@@ -15,7 +16,11 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	for name, content := range doc.Files() {
+	files, err := doc.Files()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			log.Fatal(err)
 		}

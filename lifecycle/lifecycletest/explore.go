@@ -1,0 +1,447 @@
+package lifecycletest
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// An exhaustive bounded exploration of one machine (issue 5, part 2). The
+// state of the machine, its object, node, token, observer, grant and the
+// provider's instances is explored breadth first from a few start states;
+// each transition is a decision of [lifecycle.Step] with every outcome of its
+// effects (driver codes by class, failed writes, a lost status write, a
+// crash before the outcome is fed back), or an event of the world (time
+// passing a deadline, the node registering, turning unhealthy or going,
+// deletion, a spec change, the observer degrading or recovering, the
+// limiter's grant). States are abstracted: times become "before or after
+// each deadline", counters "zero or more". Every decision is checked with
+// [Check] and every state against the world's invariants (one instance per
+// incarnation, none of another owner, none left once the machine is gone);
+// afterwards the states from which no fault-free path reaches an end state
+// are counted. The search is deterministic: the same code gives the same
+// states in the same order, the same counts and the same edges.
+
+// Events is a set of the world's events an [Exploration] lets happen
+// between reconcile passes.
+type Events uint16
+
+// The events of the world.
+const (
+	// EventsFair lets every fair event happen: time passing (6, 11 and 31
+	// minutes), the node registering once the instance is initialized, the
+	// node turning healthy, another instance's node leaving, the observer
+	// recovering and the limiter granting. Fair events are fault free: the
+	// liveness check follows them.
+	EventsFair Events = 1 << iota
+	// EventNodeHealth lets the machine's node turn unhealthy (and healthy).
+	EventNodeHealth
+	// EventNodeGone lets the machine's node disappear.
+	EventNodeGone
+	// EventForeignNode lets a node of another instance appear under the
+	// node name the status records.
+	EventForeignNode
+	// EventDelete lets the machine object be deleted.
+	EventDelete
+	// EventForceDeletion lets a deleting machine get the force-deletion
+	// label.
+	EventForceDeletion
+	// EventHotUpdate lets the desired hot-update generation move to 1.
+	EventHotUpdate
+	// EventMetadata lets the desired metadata become team=a.
+	EventMetadata
+	// EventObserver lets the observer degrade (and recover).
+	EventObserver
+	// EventGrant lets the limiter withdraw its grant (and give it again).
+	EventGrant
+)
+
+// String lists the events of the set by name, joined by ", ".
+func (e Events) String() string {
+	names := []string{"fair events", "node health", "node gone", "foreign node", "deletion", "force deletion",
+		"hot update", "metadata", "observer", "grant"}
+	var out []string
+	for i, n := range names {
+		if e&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	if rest := e &^ (1<<len(names) - 1); rest != 0 {
+		out = append(out, fmt.Sprintf("Events(%#x)", uint16(rest)))
+	}
+	return strings.Join(out, ", ")
+}
+
+// Start names a state an [Exploration] starts from.
+type Start uint8
+
+// The start states.
+const (
+	// StartNew is a new machine a minute after its creation: no status, no
+	// finalizer, no instance.
+	StartNew Start = iota
+	// StartNewOverOldInstance is StartNew while the provider still holds an
+	// instance of an older incarnation of the same name (another UID).
+	StartNewOverOldInstance
+	// StartRunning is a machine Running and in sync an hour after its
+	// creation, with its healthy node.
+	StartRunning
+)
+
+// String names the start state.
+func (p Start) String() string {
+	switch p {
+	case StartNew:
+		return "new machine"
+	case StartNewOverOldInstance:
+		return "new machine over an older incarnation's instance"
+	case StartRunning:
+		return "Running machine"
+	}
+	return fmt.Sprintf("Start(%d)", uint8(p))
+}
+
+// DefaultMaxStates bounds an exploration whose MaxStates is zero.
+const DefaultMaxStates = 400_000
+
+// Exploration is one bounded exploration: the events the world may
+// produce, and where it starts.
+type Exploration struct {
+	// Name names the exploration in reports.
+	Name string
+	// Events are the world's events allowed between passes.
+	Events Events
+	// Starts are the start states.
+	Starts []Start
+	// MaxStates bounds the search; [Explore] fails when the world has at
+	// least that many states. Zero means [DefaultMaxStates].
+	MaxStates int
+	// Observe, when set, is called with every decision made (and the
+	// configuration and input it was made from), once per explored state,
+	// in the order of the search. The pointers are valid only during the
+	// call, and what they point to must not be modified.
+	Observe func(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision)
+}
+
+// Explorations returns the three explorations the lifecycle's model check
+// runs and the documentation draws: creation, health and the limiter (from
+// a new machine, with and without an older incarnation's instance);
+// deletion at any point (from a new and a Running machine); hot update and
+// metadata (from a Running machine).
+func Explorations() []Exploration {
+	return []Exploration{
+		{Name: "creation, health and the limiter",
+			Events: EventsFair | EventNodeHealth | EventNodeGone | EventObserver | EventGrant,
+			Starts: []Start{StartNew, StartNewOverOldInstance}},
+		{Name: "deletion at any point",
+			Events: EventsFair | EventDelete | EventForceDeletion | EventNodeGone | EventForeignNode,
+			Starts: []Start{StartNew, StartRunning}},
+		{Name: "hot update and metadata",
+			Events: EventsFair | EventHotUpdate | EventMetadata | EventNodeHealth | EventDelete,
+			Starts: []Start{StartRunning}},
+	}
+}
+
+// Place is where a machine is in its lifecycle: its phase and the stage of
+// its creation or deletion flow.
+type Place struct {
+	// Phase is the machine's phase.
+	Phase phase.Phase
+	// Stage is the program counter of its creation or deletion flow.
+	Stage lifecycle.Stage
+}
+
+// PlaceOf returns the place a status records.
+func PlaceOf(st *lifecycle.Status) Place { return Place{st.Phase, st.Stage} }
+
+// String shows the place as "Phase/stage", such as "Terminating/drain".
+func (p Place) String() string { return p.Phase.Label() + "/" + p.Stage.String() }
+
+// Compare orders places by phase, then stage.
+func (p Place) Compare(q Place) int {
+	return cmp.Or(cmp.Compare(p.Phase, q.Phase), cmp.Compare(p.Stage, q.Stage))
+}
+
+// Edge is a kind of decision an exploration observed: from a place, by a
+// rule, to a place.
+type Edge struct {
+	// From is the place in the status the step was given, To the place in
+	// the status it decided.
+	From, To Place
+	// Rule is the decision's rule (Decision.Rule).
+	Rule lifecycle.Rule
+	// OpRule is the rule that emitted the decision's effects
+	// (Decision.OpID.Rule()), RuleNone without effects. It differs from
+	// Rule when an outcome's handler decided a row and went on with the
+	// next action.
+	OpRule lifecycle.Rule
+	// Count is the number of explored states in which the step decided so.
+	Count int
+}
+
+// Report is what an exploration found.
+type Report struct {
+	// Name is the exploration's name.
+	Name string
+	// States counts the abstract states explored; each was given to
+	// lifecycle.Step once.
+	States int
+	// Transitions counts the edges of the world explored: every successor
+	// of every state, by a decision's outcome or a world event.
+	Transitions int
+	// Edges are the decisions observed, one per (From, Rule, OpRule, To),
+	// ordered by From, To, Rule and OpRule.
+	Edges []Edge
+	// Stuck counts the states from which no fault-free path reaches an end
+	// state (gone, Running with its update and metadata settled, Available,
+	// Failed).
+	Stuck int
+	// StuckStates describes the first three of them in the order of the
+	// search: the state, the path that reached it, and its decision.
+	StuckStates []string
+}
+
+// ErrExplore is wrapped by every error [Explore] returns that is not a
+// broken promise of [Check] (which wraps [ErrPromise]).
+var ErrExplore = errors.New("lifecycletest: exploration failed")
+
+// Explore runs the exploration breadth first. It returns an error when a
+// decision breaks a promise of [Check] (wrapping [ErrPromise]), when a state
+// breaks an invariant of the world, or when the world has MaxStates
+// states or more (wrapping [ErrExplore]); the error names the state, the
+// path from a start state that reached it, and the decision.
+func Explore(x Exploration) (Report, error) {
+	return newExplorer(x).run()
+}
+
+func newExplorer(x Exploration) *explorer {
+	if x.MaxStates <= 0 {
+		x.MaxStates = DefaultMaxStates
+	}
+	return &explorer{x: &x, index: make(map[wKey]int32)}
+}
+
+// run searches breadth first; states are expanded in the order of their
+// indices.
+func (e *explorer) run() (Report, error) {
+	x, limit := e.x, e.x.MaxStates
+	rep := Report{Name: x.Name}
+	edges := map[Edge]int{}
+	for i, p := range x.Starts {
+		if err := e.visit(startState(p), int32(-1-i), 0); err != nil {
+			return rep, err
+		}
+	}
+	e.edgeStart = append(e.edgeStart, 0)
+	for i := int32(0); e.q.len() > 0 && len(e.end) < limit; i++ {
+		s := e.q.pop()
+		in := s.input()
+		d := lifecycle.Step(wCfg, in)
+		if err := Check(&wCfg, &in, &d); err != nil {
+			return rep, fmt.Errorf("%w\n%s", err, e.describe(i, &s, &d))
+		}
+		if x.Observe != nil {
+			cfg := wCfg
+			x.Observe(&cfg, &in, &d)
+		}
+		edges[Edge{From: PlaceOf(&in.Status), To: PlaceOf(&d.Status), Rule: d.Rule, OpRule: d.OpID.Rule()}]++
+		for o, tr := range s.successors(&d, x.Events) {
+			rep.Transitions++
+			j, err := e.visitFrom(tr.next, i, o, tr.label)
+			if err != nil {
+				return rep, err
+			}
+			if tr.faultFree {
+				e.edgeTo = append(e.edgeTo, j)
+			}
+		}
+		e.edgeStart = append(e.edgeStart, int32(len(e.edgeTo)))
+	}
+	if len(e.end) >= limit {
+		return rep, fmt.Errorf("%w: %s: the state space exceeds %d states", ErrExplore, x.Name, limit)
+	}
+	rep.States = len(e.end)
+	for ed, n := range edges {
+		ed.Count = n
+		rep.Edges = append(rep.Edges, ed)
+	}
+	slices.SortFunc(rep.Edges, func(a, b Edge) int {
+		return cmp.Or(a.From.Compare(b.From), a.To.Compare(b.To), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.OpRule, b.OpRule))
+	})
+	good := e.live()
+	for i, ok := range good {
+		if ok {
+			continue
+		}
+		if rep.Stuck < 3 {
+			s := e.replay(int32(i))
+			d := lifecycle.Step(wCfg, s.input())
+			rep.StuckStates = append(rep.StuckStates, e.describe(int32(i), &s, &d))
+		}
+		rep.Stuck++
+	}
+	return rep, nil
+}
+
+// successors returns every successor of s: those of its step, and the
+// world's events when s is between passes.
+func (s *wState) successors(d *lifecycle.Decision, allowed Events) []wTransition {
+	out := s.stepSuccessors(d)
+	if s.outcome == nil && s.steps == 0 {
+		out = append(out, s.events(allowed)...)
+	}
+	return out
+}
+
+// explorer holds the search: states by key, each state's parent and the
+// successor that reached it (to replay paths), the end states, and the
+// fault-free edges in compressed rows (states are expanded in index order).
+type explorer struct {
+	x         *Exploration
+	index     map[wKey]int32
+	parent    []int32 // -1-k for the k-th start state
+	via       []uint16
+	end       []bool
+	edgeStart []int32
+	edgeTo    []int32
+	q         wQueue
+}
+
+// visit adds s, reached from parent by its successor number via, unless its
+// key is known.
+func (e *explorer) visit(s wState, parent int32, via int) error {
+	_, err := e.visitFrom(s, parent, via, "")
+	return err
+}
+
+func (e *explorer) visitFrom(s wState, parent int32, via int, label string) (int32, error) {
+	k := s.key()
+	if i, ok := e.index[k]; ok {
+		return i, nil
+	}
+	if msg := s.invariant(); msg != "" {
+		path := "start"
+		if parent >= 0 {
+			path = strings.Join(append(e.path(parent), label), "; ")
+		}
+		return 0, fmt.Errorf("%w: %s: %s\nstate %s\npath %s", ErrExplore, e.x.Name, msg, k, path)
+	}
+	i := int32(len(e.end))
+	e.index[k] = i
+	e.parent = append(e.parent, parent)
+	e.via = append(e.via, uint16(via))
+	e.end = append(e.end, s.end())
+	e.q.push(s)
+	return i, nil
+}
+
+// live reports for every state whether a fault-free path leads from it to
+// an end state, walking the fault-free edges backwards from the end states.
+func (e *explorer) live() []bool {
+	n := len(e.end)
+	good := slices.Clone(e.end)
+	in := make([]int32, n+1)
+	for _, j := range e.edgeTo {
+		in[j+1]++
+	}
+	for i := range n {
+		in[i+1] += in[i]
+	}
+	from := make([]int32, len(e.edgeTo))
+	fill := slices.Clone(in[:n])
+	for i := range n {
+		for _, j := range e.edgeTo[e.edgeStart[i]:e.edgeStart[i+1]] {
+			from[fill[j]] = int32(i)
+			fill[j]++
+		}
+	}
+	var stack []int32
+	for i, ok := range good {
+		if ok {
+			stack = append(stack, int32(i))
+		}
+	}
+	for len(stack) > 0 {
+		j := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, i := range from[in[j]:in[j+1]] {
+			if !good[i] {
+				good[i] = true
+				stack = append(stack, i)
+			}
+		}
+	}
+	return good
+}
+
+// replay rebuilds state i by replaying its path from its start state.
+func (e *explorer) replay(i int32) wState {
+	s, _ := e.replayPath(i)
+	return s
+}
+
+// path returns the labels of the transitions from a start state to state i.
+func (e *explorer) path(i int32) []string {
+	_, labels := e.replayPath(i)
+	return labels
+}
+
+func (e *explorer) replayPath(i int32) (wState, []string) {
+	var hops []int32
+	for ; e.parent[i] >= 0; i = e.parent[i] {
+		hops = append(hops, i)
+	}
+	start := e.x.Starts[-1-e.parent[i]]
+	s := startState(start)
+	labels := []string{"start: " + start.String()}
+	for k := len(hops) - 1; k >= 0; k-- {
+		d := lifecycle.Step(wCfg, s.input())
+		tr := s.successors(&d, e.x.Events)[e.via[hops[k]]]
+		labels = append(labels, tr.label)
+		s = tr.next
+	}
+	return s, labels
+}
+
+// describe shows state i for a message.
+func (e *explorer) describe(i int32, s *wState, d *lifecycle.Decision) string {
+	return fmt.Sprintf("%s: state %s\npath %s\n%s", e.x.Name, s.key(), strings.Join(e.path(i), "; "), d.String())
+}
+
+// wQueue is a first-in first-out queue of states in chunks, so that a
+// growing frontier is never copied.
+type wQueue struct {
+	chunks [][]wState
+	head   int
+	n      int
+}
+
+const wChunk = 1024
+
+func (q *wQueue) len() int { return q.n }
+
+func (q *wQueue) push(s wState) {
+	if len(q.chunks) == 0 || len(q.chunks[len(q.chunks)-1]) == wChunk {
+		q.chunks = append(q.chunks, make([]wState, 0, wChunk))
+	}
+	last := &q.chunks[len(q.chunks)-1]
+	*last = append(*last, s)
+	q.n++
+}
+
+func (q *wQueue) pop() wState {
+	c := q.chunks[0]
+	s := c[q.head]
+	c[q.head] = wState{}
+	q.head++
+	q.n--
+	if q.head == wChunk {
+		q.chunks, q.head = q.chunks[1:], 0
+	}
+	return s
+}
