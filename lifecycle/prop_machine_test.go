@@ -239,7 +239,11 @@ func TestPropertyMachineLifecycle(t *testing.T) {
 				// Deleted out of band (by hand, or a spot instance
 				// reclaimed): the provider answers NotFound from now on.
 				if pids := w.prov.OwnedBy(w.obj.UID); len(pids) > 0 && rapid.IntRange(0, 3).Draw(t, "really") == 0 {
-					delete(w.prov.Instances, rapid.SampledFrom(pids).Draw(t, "instance"))
+					pid := rapid.SampledFrom(pids).Draw(t, "instance")
+					delete(w.prov.Instances, pid)
+					if w.node.ProviderID == pid {
+						w.node = lifecycle.Node{} // its kubelet went with it
+					}
 				}
 			},
 			"delete": func(t *rapid.T) {
