@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"fmt"
+
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/phase"
@@ -135,6 +137,21 @@ func (s Stage) String() string {
 		return "remove-finalizer"
 	}
 	return "unknown-stage"
+}
+
+// ParseStage returns the stage whose String is text, so a shell can store
+// the stage as text and read it back. The empty text is [StageNone] too, for
+// a status written without a stage; any other text is an error.
+func ParseStage(text string) (Stage, error) {
+	if text == "" {
+		return StageNone, nil
+	}
+	for s := range stageCount {
+		if s.String() == text {
+			return s, nil
+		}
+	}
+	return StageNone, fmt.Errorf("lifecycle: unknown stage %q", text)
 }
 
 // Valid reports whether s is a declared stage.

@@ -280,7 +280,7 @@ func fromMCM(m *v1alpha1.Machine, nanos []int32) (lifecycle.Status, error) {
 // into writes the annotation's fields into st.
 func (s *state) into(st *lifecycle.Status) error {
 	var err error
-	if st.Stage, err = parseStage(s.Stage); err != nil {
+	if st.Stage, err = lifecycle.ParseStage(s.Stage); err != nil {
 		return err
 	}
 	stamps := []struct {
@@ -414,17 +414,4 @@ func stageText(s lifecycle.Stage) string {
 		return ""
 	}
 	return s.String()
-}
-
-// parseStage reverses stageText over the declared stages.
-func parseStage(text string) (lifecycle.Stage, error) {
-	if text == "" {
-		return lifecycle.StageNone, nil
-	}
-	for s := lifecycle.StageNone + 1; s.Valid(); s++ {
-		if s.String() == text {
-			return s, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown stage %q", text)
 }

@@ -122,7 +122,7 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 		st.PhaseSince = lifecycle.StampOf(s.CurrentStatus.LastUpdateTime.Time)
 		return st, errors.Join(errs...)
 	}
-	st.Stage, err = parseStage(l.Stage)
+	st.Stage, err = lifecycle.ParseStage(l.Stage)
 	errs = append(errs, err)
 	st.StageSince, err = parseStamp("stageSince", l.StageSince)
 	errs = append(errs, err)
@@ -182,19 +182,6 @@ func stageText(s lifecycle.Stage) string {
 		return ""
 	}
 	return s.String()
-}
-
-// parseStage reverses Stage.String; the lifecycle package has no parser.
-func parseStage(text string) (lifecycle.Stage, error) {
-	if text == "" {
-		return lifecycle.StageNone, nil
-	}
-	for s := lifecycle.StageNone; s.Valid(); s++ {
-		if s.String() == text {
-			return s, nil
-		}
-	}
-	return lifecycle.StageNone, fmt.Errorf("status.lifecycle.stage: unknown stage %q", text)
 }
 
 func conditionStatus(s corev1.ConditionStatus) (lifecycle.ConditionStatus, error) {
