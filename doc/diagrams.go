@@ -198,7 +198,15 @@ func DiagramsPage(x *Explored) (string, error) {
 		for i, s := range e.Starts {
 			starts[i] = s.String()
 		}
-		fmt.Fprintf(&b, "- *%s*: from %s; events: %s.\n", e.Name, strings.Join(starts, " and "), e.Events)
+		from := starts[len(starts)-1]
+		if len(starts) > 1 {
+			from = strings.Join(starts[:len(starts)-1], ", ") + " and " + from
+		}
+		fmt.Fprintf(&b, "- *%s*: from %s; events: %s", e.Name, from, e.Events)
+		if e.Variants != 0 {
+			fmt.Fprintf(&b, "; variants: %s", e.Variants)
+		}
+		b.WriteString(".\n")
 	}
 	all := lifecycle.Rules()
 	reached := 0
@@ -234,9 +242,15 @@ draws every decision made.
 - Decisions that keep their place (waiting, retrying, asking the provider, writing the node) are not drawn as
   loops, which would cover every node: the table under each diagram lists them by place.
 - Places that no edge of a diagram enters and that leave by the same edges are drawn as one node.
-- The world is small: one machine, valid input, a target cluster, a provider that implements every method,
-  no volume attachments, and a node that goes with its instance (see ` + "`lifecycletest.Explore`" + `). What
-  it never shows, the diagrams do not show.
+- The world is small (see ` + "`lifecycletest.Explore`" + `): one machine with valid input; a target cluster but in
+  one exploration; a provider that implements every method (its deletion lookup may also answer
+  Unimplemented), may lose sight of an instance for a moment, answer CreateMachine without the instance's
+  identity, and drop a metadata key; an instance that may vanish out of band; one node name, held by the
+  instance's node, which outlives its instance until deleted and has one volume attached, or by a stale
+  node of another instance; an object that another controller's finalizer may hold; the problems the shell
+  may find; machines another controller ran or was deleting. What it never shows, the diagrams do not show.
+  The model check leaves out what ` + "`lifecycletest.KnownIssueExplorations`" + ` lists, where the lifecycle
+  breaks liveness today.
 
 The explorations:
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
@@ -43,20 +44,66 @@ func TestExploreIsDeterministic(t *testing.T) {
 }
 
 // Replaying the path the search recorded for a state rebuilds that state,
-// so messages name a path that really leads to it.
+// so messages name a path that really leads to it; also in worlds with
+// variants and problems.
 func TestExplorePathsReplay(t *testing.T) {
-	e := newExplorer(small())
-	_, err := e.run()
-	require.NoError(t, err)
-	keys := make([]wKey, len(e.end))
-	for k, i := range e.index {
-		keys[i] = k
+	xs := []Exploration{small()}
+	for _, x := range Explorations() {
+		switch x.Name {
+		case "without a target cluster", "problems with the machine or its class", "health timeout disabled":
+			xs = append(xs, x)
+		}
 	}
-	for i := range keys {
-		s := e.replay(int32(i))
-		require.Equal(t, keys[i], s.key(), "state %d, path %v", i, e.path(int32(i)))
+	require.Len(t, xs, 4)
+	for _, x := range xs {
+		e := newExplorer(x)
+		_, err := e.run()
+		require.NoError(t, err)
+		keys := make([]wKey, len(e.end))
+		for k, i := range e.index {
+			keys[i] = k
+		}
+		// Every state of the small world, a thousand or so of the others.
+		stride := max(1, len(keys)/1000)
+		for i := 0; i < len(keys); i += stride {
+			s := e.replay(int32(i))
+			require.Equal(t, keys[i], s.key(), "%s: state %d, path %v", x.Name, i, e.path(int32(i)))
+		}
+		require.Equal(t, []string{"start: " + x.Starts[0].String()}, e.path(0))
 	}
-	require.Equal(t, []string{"start: " + StartNew.String()}, e.path(0))
+}
+
+// Every start state is named, keeps the world's invariants, and differs
+// from the others.
+func TestStartStates(t *testing.T) {
+	keys := map[wKey]Start{}
+	for p := StartNew; p <= StartAdoptedDeletingUnknownStep; p++ {
+		require.NotContains(t, p.String(), "Start(", "%d", p)
+		s := startState(p, 0)
+		require.Empty(t, s.invariant(), p.String())
+		other, seen := keys[s.key()]
+		require.False(t, seen, "%s and %s have the same key", p, other)
+		keys[s.key()] = p
+	}
+	require.Equal(t, "Start(9)", Start(9).String())
+	require.True(t, startState(StartRunning, VariantHealthTimeoutDisabled).obj.Overrides.DisableHealthTimeout)
+}
+
+// The provider may take an UpdateMetadata and drop one of its keys.
+func TestProviderDropsAMetadataKey(t *testing.T) {
+	s := startState(StartRunning, 0)
+	c := driverapi.Call{Method: driverapi.MethodUpdateMetadata, Machine: driverapi.MachineRef{Name: wName, UID: wUID,
+		ProviderID: wPID}, Metadata: metaMap(wMetaAll)}
+	var metas []wMeta
+	for _, r := range s.results(c, lifecycle.RuleMetadataPatch) {
+		if r.r.OK() {
+			metas = append(metas, r.inst.meta)
+		}
+	}
+	require.Equal(t, []wMeta{wMetaAll, wMetaTeam, 0}, metas, "applied, pool dropped, every change dropped")
+	require.Equal(t, map[string]string{"pool": "b", "team": "a"}, metaMap(wMetaAll))
+	require.Equal(t, wMetaAll, metaOf(map[string]string{"pool": "b", "team": "a", "other": "x"}))
+	require.Equal(t, wMetaTeam, metaOf(map[string]string{"pool": "c", "team": "a"}))
 }
 
 // An exploration with more states than its bound fails.
@@ -70,5 +117,13 @@ func TestExploreBound(t *testing.T) {
 func TestEventsString(t *testing.T) {
 	require.Equal(t, "fair events, deletion", (EventsFair | EventDelete).String())
 	require.Equal(t, "", Events(0).String())
-	require.Equal(t, "grant, Events(0x400)", (EventGrant | 1<<10).String())
+	require.Equal(t, "grant, instance gone, node unreadable, Events(0x2000)", (EventGrant | EventInstanceGone |
+		EventNodeUnreadable | 1<<13).String())
+}
+
+func TestVariantsString(t *testing.T) {
+	require.Equal(t, "no target cluster, health timeout disabled",
+		(VariantNoTargetCluster | VariantHealthTimeoutDisabled).String())
+	require.Equal(t, "", Variants(0).String())
+	require.Equal(t, "no target cluster, Variants(0x4)", (VariantNoTargetCluster | 1<<2).String())
 }

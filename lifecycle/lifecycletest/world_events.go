@@ -1,0 +1,246 @@
+package lifecycletest
+
+import (
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// wTransition is one edge of the world.
+type wTransition struct {
+	next      wState
+	faultFree bool
+	label     string
+}
+
+// applyWrites carries out the decision's effects that are not a driver
+// call on the state, up to (not including) index stop. Removing our
+// finalizer from a deleted object deletes it; [wState.stepSuccessors] adds
+// the case where another controller's finalizer still holds it.
+func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
+	for i, e := range d.Effects.Slice() {
+		if i >= stop {
+			return
+		}
+		switch e.Kind {
+		case lifecycle.KindEnsureFinalizer:
+			s.obj.Finalizer = true
+		case lifecycle.KindRemoveFinalizer:
+			s.obj.Finalizer = false
+			if !s.obj.DeletionTime.IsZero() {
+				s.gone = true
+			}
+		case lifecycle.KindEnsureNodeLabel:
+			s.obj.NodeLabel = e.Value
+		case lifecycle.KindEnsurePriority:
+			s.obj.Priority = e.Value
+		case lifecycle.KindEnsureProviderID:
+			s.obj.ProviderID = e.Value
+		case lifecycle.KindRemoveTaint:
+			s.taint = false
+		case lifecycle.KindEnsureBootstrapToken:
+			s.token = true
+		case lifecycle.KindDeleteBootstrapToken:
+			s.token = false
+		case lifecycle.KindDeleteVolumeAttachments:
+			if s.node == 1 && s.volumes == 1 {
+				s.volumes = 2
+			}
+		case lifecycle.KindDeleteNode:
+			if s.node == 1 {
+				s.node, s.volumes = 0, 0
+			}
+		}
+	}
+}
+
+// removesFinalizer reports whether the decision removes our finalizer from
+// a deleted object.
+func (s *wState) removesFinalizer(d *lifecycle.Decision) bool {
+	if s.obj.DeletionTime.IsZero() {
+		return false
+	}
+	for _, e := range d.Effects.Slice() {
+		if e.Kind == lifecycle.KindRemoveFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// stepSuccessors returns the successors of a step of the lifecycle in
+// state s, given the step's input and decision: the status write lost, each
+// write failing, every driver result, a crash before the outcome is fed
+// back, or the pass ending.
+func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
+	base := *s
+	base.outcome = nil
+	base.steps++
+	if d.Rule == lifecycle.RuleDeleteDone || d.Rule == lifecycle.RuleNoMachine {
+		base.steps = 0
+		return []wTransition{{base, true, "gone"}}
+	}
+	var out []wTransition
+	saved := base
+	if d.Changed {
+		saved.st = d.Status
+		// A lost status write: nothing is carried out, Step hears of it.
+		lost := base
+		lost.outcome = &lifecycle.Outcome{OpID: d.OpID, Persist: lifecycle.WriteConflict}
+		out = append(out, wTransition{lost, false, "persist lost"})
+	}
+	if d.Done() || base.steps >= lifecycle.MaxStepsPerPass {
+		saved.steps = 0
+		saved.now = saved.now.Add(d.Requeue)
+		return append(out, wTransition{saved, true, "requeue"})
+	}
+	n := d.Effects.Len()
+	writes := n
+	if d.HasCall() {
+		writes = n - 1
+	}
+	// A write fails at each index that is not an event; a node deletion
+	// also finds the node gone.
+	for i, e := range d.Effects.Slice()[:writes] {
+		if e.Kind == lifecycle.KindEvent {
+			continue
+		}
+		f := saved
+		f.applyWrites(d, i)
+		f.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteFailed, Error: "x"}
+		out = append(out, wTransition{f, false, "write " + e.Kind.String() + " fails"})
+		if e.Kind == lifecycle.KindDeleteNode && f.node == 1 {
+			g := f
+			g.node, g.volumes = 0, 0
+			g.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteNotFound, Error: "x"}
+			out = append(out, wTransition{g, false, "write " + e.Kind.String() + " finds the node gone"})
+		}
+	}
+	done := saved
+	done.applyWrites(d, writes)
+	if !d.HasCall() {
+		ok := done
+		ok.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: n}
+		crash := done
+		crash.steps, crash.now = 0, crash.now.Add(10*time.Second)
+		out = append(out, wTransition{ok, true, "effects"}, wTransition{crash, false, "crash"})
+		if s.removesFinalizer(d) {
+			// Another controller's finalizer holds the object: it stays,
+			// without ours.
+			ok.gone, ok.held, crash.gone, crash.held = false, true, false, true
+			out = append(out, wTransition{ok, true, "effects; another finalizer holds the object"},
+				wTransition{crash, false, "crash; another finalizer holds the object"})
+		}
+		return out
+	}
+	for _, r := range done.results(d.Call, d.OpID.Rule()) {
+		next := done
+		next.inst = r.inst
+		if s.inst.exists && !r.inst.exists && next.node == 1 {
+			next.healthy = false // the node outlives its instance, NotReady
+		}
+		if d.Call.Method == driverapi.MethodDelete && d.Call.Machine.ProviderID == "test:///vm-old" {
+			next.oldInst = false
+		}
+		crash := next
+		crash.steps, crash.now = 0, crash.now.Add(10*time.Second)
+		next.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: n, Result: r.r}
+		label := r.label
+		if label == "" {
+			label = d.Call.Method.String() + " " + resultClass(&r.r)
+		}
+		out = append(out, wTransition{next, r.faultFree, label}, wTransition{crash, false, "crash after " + label})
+	}
+	return out
+}
+
+func resultClass(r *driverapi.Result) string {
+	switch {
+	case r.Undecodable:
+		return "undecodable"
+	case r.Code == driverapi.OK:
+		return "OK"
+	}
+	return r.Code.String()
+}
+
+// events returns the world's events between passes; fair ones (time,
+// healing) are fault free.
+func (s *wState) events(allowed Events, v Variants) []wTransition {
+	var out []wTransition
+	add := func(e Events, label string, fair bool, f func(n *wState)) {
+		if allowed&e == 0 && !(fair && allowed&EventsFair != 0) {
+			return
+		}
+		n := *s
+		f(&n)
+		out = append(out, wTransition{n, fair, label})
+	}
+	for _, d := range []time.Duration{6 * time.Minute, 11 * time.Minute, 31 * time.Minute} {
+		add(0, "time +"+d.String(), true, func(n *wState) { n.now = n.now.Add(d) })
+	}
+	if s.inst.exists && s.inst.initialized && s.node == 0 && v&VariantNoTargetCluster == 0 {
+		add(0, "node registers", true, func(n *wState) { n.node, n.healthy, n.taint, n.volumes = 1, true, true, 1 })
+	}
+	if s.node == 1 {
+		if s.healthy || s.inst.exists {
+			// A node without its instance never turns Ready again.
+			add(EventNodeHealth, "node health flips", !s.healthy, func(n *wState) { n.healthy = !n.healthy })
+		}
+		add(EventNodeGone, "node gone", false, func(n *wState) { n.node, n.volumes = 0, 0 })
+		if s.volumes == 2 {
+			add(0, "volumes detach", true, func(n *wState) { n.volumes = 0 })
+		}
+	}
+	if s.node == 0 && (s.st.NodeName != "" || (!s.inst.exists && s.st.ProviderID == "")) {
+		// Under the name the status records, or, before an instance is
+		// made, under the name the provider will give it (MCM A5).
+		add(EventForeignNode, "foreign node of the same name", false, func(n *wState) { n.node = 2 })
+	}
+	if s.node == 2 {
+		add(0, "foreign node goes", true, func(n *wState) { n.node = 0 })
+	}
+	if s.inst.exists {
+		add(EventInstanceGone, "instance vanishes", false, func(n *wState) {
+			n.inst = wInstance{}
+			if n.node == 1 {
+				n.healthy = false
+			}
+		})
+	}
+	if s.obj.DeletionTime.IsZero() && !s.gone {
+		add(EventDelete, "delete", false, func(n *wState) {
+			n.obj.DeletionTime = n.now
+			n.gone = !n.obj.Finalizer
+		})
+		if !s.obj.Finalizer {
+			add(EventDelete, "delete; another finalizer holds the object", false, func(n *wState) {
+				n.obj.DeletionTime, n.held = n.now, true
+			})
+		}
+	}
+	if s.held {
+		add(0, "the other finalizer goes", true, func(n *wState) { n.gone = true })
+	}
+	if !s.obj.ForceDeletion && !s.obj.DeletionTime.IsZero() {
+		add(EventForceDeletion, "force deletion", false, func(n *wState) { n.obj.ForceDeletion = true })
+	}
+	if s.obj.UpdateGeneration == 0 {
+		add(EventHotUpdate, "hot update", false, func(n *wState) { n.obj.UpdateGeneration = 1 })
+	}
+	if len(s.obj.Metadata) == 0 {
+		add(EventMetadata, "metadata", false, func(n *wState) { n.obj.Metadata = metaMap(wMetaAll) })
+	}
+	if s.problem == lifecycle.ProblemNone {
+		for p := lifecycle.ProblemInvalidMachine; p <= lifecycle.ProblemInvalidNodeTemplate; p++ {
+			add(EventProblem, "problem "+p.String(), false, func(n *wState) { n.problem = p })
+		}
+	} else {
+		add(EventProblem, "problem solved", true, func(n *wState) { n.problem = lifecycle.ProblemNone })
+	}
+	add(EventNodeUnreadable, "node readable flips", s.nodeReadFailed, func(n *wState) { n.nodeReadFailed = !n.nodeReadFailed })
+	add(EventObserver, "observer flips", s.degraded, func(n *wState) { n.degraded, n.obsSince = !n.degraded, n.now })
+	add(EventGrant, "grant flips", !s.grant, func(n *wState) { n.grant = !n.grant })
+	return out
+}

@@ -1,0 +1,114 @@
+package lifecycletest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// wKey is the abstraction of a state: what decisions can tell apart, with
+// times turned into "past this deadline or not" and counters into "zero or
+// more". Two states with the same key are explored once. Its fields are
+// ordered widest first so that it has no padding and hashes as one block.
+type wKey struct {
+	updateGeneration int64 // the object's desired generation
+	attempt          uint32
+	flags            lifecycle.Flags
+	// adoptDesc is the description of a Terminating machine without a
+	// deletion stage (one another controller was deleting), which names the
+	// stage deletion resumes at; zero otherwise.
+	adoptDesc lastop.Desc
+	adoptStep lastop.Step
+	phase     phase.Phase
+	stage     lifecycle.Stage
+	node      uint8 // 0 none, 1 own, 2 foreign
+	volumes   uint8
+	problem   lifecycle.Problem
+	stMeta    wMeta // the observed metadata (Status.Metadata)
+	instMeta  wMeta // the instance's
+
+	failCreate, failHealth, failDelete, failUpdate, failMetadata bool
+	providerID, nodeName, ownerIsUID, applied, rejected          bool
+	observed, observedStale, creating                            bool
+
+	finalizer, deleting, force, nodeLabel, specPID, priority, desiredMeta, gone, held, token bool
+
+	instExists, instInitialized, instAtGeneration, instOwned bool
+	oldInst, healthy, taint, nodeReadFailed, degraded, grant bool
+
+	pastCreation, pastHealth, pastDrain, retryWait, observerSince, midPass bool
+
+	out wOutcomeKey
+}
+
+// wOutcomeKey abstracts the outcome fed to the next step.
+type wOutcomeKey struct {
+	rule    lifecycle.Rule
+	class   int16 // -2 none, -1 undecodable, else the code
+	present bool
+	// ran and effects are the effects carried out and the op's count: a
+	// drain's outcome tells by them which of its writes failed.
+	ran, effects uint8
+	stopped      lifecycle.Write
+	method       driverapi.Method
+	persist      lifecycle.Write
+	stale        bool
+	identified   bool // the result names a providerID
+}
+
+func (s *wState) key() wKey {
+	st, o := &s.st, &s.obj
+	n := lifecycle.StampOf(s.now)
+	after := func(since lifecycle.Stamp, d time.Duration) bool { return since != 0 && n.Sub(since) > d }
+	obs := lifecycle.StampOf(s.obsSince)
+	base := func(x lifecycle.Stamp) lifecycle.Stamp {
+		if obs > x {
+			return obs
+		}
+		return x
+	}
+	in := &s.inst
+	k := wKey{
+		updateGeneration: o.UpdateGeneration, attempt: st.Attempt, flags: st.Flags, phase: st.Phase, stage: st.Stage,
+		node: uint8(s.node), volumes: s.volumes, problem: s.problem, stMeta: metaOf(st.Metadata), instMeta: in.meta,
+		failCreate: st.Failures.Create > 0, failHealth: st.Failures.Health > 0, failDelete: st.Failures.Delete > 0,
+		failUpdate: st.Failures.Update > 0, failMetadata: st.Failures.Metadata > 0,
+		providerID: st.ProviderID != "", nodeName: st.NodeName != "", ownerIsUID: st.OwnerUID == o.UID,
+		applied: st.AppliedGeneration == o.UpdateGeneration, rejected: st.RejectedGeneration == o.UpdateGeneration,
+		observed:      st.MetadataObserved != 0,
+		observedStale: after(st.MetadataObserved, 10*time.Minute-time.Second),
+		creating:      st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful,
+		finalizer:     o.Finalizer, deleting: !o.DeletionTime.IsZero(), force: o.ForceDeletion, nodeLabel: o.NodeLabel != "",
+		specPID: o.ProviderID != "", priority: o.Priority != "", desiredMeta: len(o.Metadata) > 0, gone: s.gone,
+		held: s.held, token: s.token, instExists: in.exists, instInitialized: in.initialized,
+		instAtGeneration: in.generation == o.UpdateGeneration, instOwned: in.owner == o.UID, oldInst: s.oldInst,
+		healthy: s.healthy, taint: s.taint, nodeReadFailed: s.nodeReadFailed, degraded: s.degraded, grant: s.grant,
+		pastCreation: n.Sub(base(lifecycle.StampOf(o.CreationTime))) > wCfg.CreationTimeout,
+		pastHealth:   after(base(st.PhaseSince), wCfg.HealthTimeout),
+		pastDrain:    !o.DeletionTime.IsZero() && n.Sub(lifecycle.StampOf(o.DeletionTime)) > wCfg.DrainTimeout,
+		retryWait:    st.RetryAfter > n, observerSince: obs != 0, midPass: s.steps > 0,
+	}
+	if st.Phase == phase.Terminating && st.Stage == lifecycle.StageNone {
+		k.adoptDesc, k.adoptStep = st.LastOp.Desc, lastop.StepOf(st.LastOp.Detail)
+	}
+	k.out.class = -2
+	if oc := s.outcome; oc != nil {
+		k.out = wOutcomeKey{rule: oc.OpID.Rule(), class: int16(oc.Result.Code), present: true,
+			ran: uint8(oc.Ran), effects: uint8(oc.OpID.Effects()), stopped: oc.Stopped, method: oc.Result.Method,
+			persist: oc.Persist, stale: oc.OpID.Seq() != st.Seq, identified: oc.Result.ProviderID != ""}
+		if oc.Result.Undecodable {
+			k.out.class = -1
+		}
+	}
+	return k
+}
+
+// String shows a key for messages.
+func (k wKey) String() string {
+	type plain wKey
+	return fmt.Sprintf("%+v", plain(k))
+}
