@@ -243,7 +243,11 @@ func (x *decider) unhealthy() {
 		x.wait(WaitRecovery, st.PhaseSince, 0)
 		return
 	}
-	if x.holdRetry(RuleHealthConfirmFailed) {
+	// The retry time holds a confirmation that failed. The one a lookup of
+	// this decision just set (create.instance-missing: the provider has no
+	// instance) must not hold it: that lookup is renewed every Long period,
+	// so the confirmation would never be asked.
+	if x.d.Rule != RuleCreateInstanceMissing && x.holdRetry(RuleHealthConfirmFailed) {
 		return
 	}
 	if !st.Flags.Has(FlagGranted) {

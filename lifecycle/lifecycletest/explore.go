@@ -224,7 +224,7 @@ func Explorations() []Exploration {
 			Events: EventsFair | EventHotUpdate | EventMetadata | EventNodeHealth | EventDelete,
 			Starts: []Start{StartRunning}},
 		{Name: "taken over from another controller",
-			Events: EventsFair | EventNodeGone | EventDelete,
+			Events: EventsFair | EventNodeGone | EventDelete | EventInstanceGone,
 			Starts: []Start{StartAdoptedRunning, StartAdoptedDeleting, StartAdoptedDeletingUnknownStep}},
 		{Name: "without a target cluster",
 			Events: EventsFair | EventDelete, Variants: VariantNoTargetCluster,
@@ -245,23 +245,10 @@ func Explorations() []Exploration {
 // out because the lifecycle breaks liveness in them, so that the model
 // check guards the rest meanwhile. Each name says what it switches on; once
 // the lifecycle is fixed it passes, and its events belong in
-// [Explorations].
-//
-//   - "taken over from another controller, the instance vanishing"
-//     switches on [EventInstanceGone] for machines taken over without a
-//     recorded instance. Such a machine whose instance vanished is never
-//     marked Failed: each lookup that finds no instance
-//     (create.instance-missing) sets Status.RetryAfter a Long period
-//     ahead, and the health flow waits for that same time before it asks
-//     the provider to confirm the failure (health.confirm-failed), so it
-//     never asks, and the machine stays Unknown and is never replaced.
-func KnownIssueExplorations() []Exploration {
-	return []Exploration{
-		{Name: "taken over from another controller, the instance vanishing",
-			Events: EventsFair | EventNodeGone | EventInstanceGone,
-			Starts: []Start{StartAdoptedRunning}},
-	}
-}
+// [Explorations]. There is none today: the last one (machines taken over
+// without a recorded instance whose instance vanished, never marked Failed)
+// was fixed and moved into the exploration of taken-over machines.
+func KnownIssueExplorations() []Exploration { return nil }
 
 // Place is where a machine is in its lifecycle: its phase and the stage of
 // its creation or deletion flow.
