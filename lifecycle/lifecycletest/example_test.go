@@ -1,0 +1,112 @@
+package lifecycletest_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+)
+
+// Check every decision against the promises of DESIGN section 6. In a
+// property test, draw the inputs with rapid.Check(t, ...) and
+// lifecycletest.Inputs(cfg).Draw(t, "input"); here Example draws fixed
+// ones, so the output is stable.
+func ExampleCheck() {
+	cfg := lifecycle.DefaultConfig()
+	broken := 0
+	for i := range 200 {
+		in := lifecycletest.Inputs(cfg).Example(i)
+		d := lifecycle.Step(cfg, in)
+		if err := lifecycletest.Check(&cfg, &in, &d); err != nil {
+			broken++
+			fmt.Println(err)
+		}
+	}
+	fmt.Printf("200 random decisions, %d broken promises\n", broken)
+	// Output:
+	// 200 random decisions, 0 broken promises
+}
+
+// Drive a machine against the fault-injecting provider with the shell's
+// loop: CreateMachine fails once with Unavailable, and the creation is
+// retried with the same idempotency key.
+func ExampleProvider() {
+	now := lifecycletest.Epoch
+	p := lifecycletest.NewProvider()
+	p.Now = func() time.Time { return now }
+	failed := false
+	p.Fault = func(m driverapi.Method) lifecycletest.Fault {
+		if m == driverapi.MethodCreate && !failed {
+			failed = true
+			return lifecycletest.Fault{Code: driverapi.Unavailable}
+		}
+		return lifecycletest.Fault{}
+	}
+	cfg := lifecycle.DefaultConfig()
+	in := lifecycle.Input{Now: now, Object: lifecycle.Object{Name: "m-1", UID: "u-1", CreationTime: now, Finalizer: true}}
+	for pass := range 2 {
+		in.Outcome = nil
+		for range lifecycle.MaxStepsPerPass {
+			d := lifecycle.Step(cfg, in)
+			if err := lifecycletest.Check(&cfg, &in, &d); err != nil {
+				fmt.Println(err)
+			}
+			fmt.Printf("pass %d: %s\n", pass+1, d.Rule)
+			if d.Done() {
+				in.Now = in.Now.Add(d.Requeue)
+				now = in.Now
+				break
+			}
+			out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
+			for _, e := range d.Effects.Slice() {
+				switch e.Kind { // the object writes, as the API server would return them
+				case lifecycle.KindEnsureProviderID:
+					in.Object.ProviderID = e.Value
+				case lifecycle.KindEnsurePriority:
+					in.Object.Priority = e.Value
+				case lifecycle.KindEnsureNodeLabel:
+					in.Object.NodeLabel = e.Value
+				case lifecycle.KindCallDriver:
+					out.Result = driverapi.Invoke(context.Background(), p, d.Call, driverapi.Class{})
+				}
+			}
+			in.Status, in.Outcome = d.Status, out
+		}
+	}
+	fmt.Printf("instances: %d, CreateMachine calls: %d\n", len(p.Instances), p.Calls[driverapi.MethodCreate])
+	// Output:
+	// pass 1: create.lookup
+	// pass 1: create.vm-not-found
+	// pass 1: create.transient-error
+	// pass 1: create.backoff
+	// pass 2: create.lookup
+	// pass 2: create.vm-not-found
+	// pass 2: create.created
+	// pass 2: create.pending
+	// pass 2: health.waiting-for-node
+	// instances: 1, CreateMachine calls: 2
+}
+
+// Explore one machine's small world exhaustively: every outcome of every
+// decision and the events chosen, from a Running machine.
+func ExampleExplore() {
+	r, err := lifecycletest.Explore(lifecycletest.Exploration{
+		Name:   "node health",
+		Events: lifecycletest.EventsFair | lifecycletest.EventNodeHealth,
+		Starts: []lifecycletest.Start{lifecycletest.StartRunning},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rules := map[lifecycle.Rule]bool{}
+	for _, e := range r.Edges {
+		rules[e.Rule] = true
+	}
+	fmt.Printf("%s: %d states, %d transitions, %d rules, %d stuck\n", r.Name, r.States, r.Transitions, len(rules), r.Stuck)
+	// Output:
+	// node health: 123 states, 483 transitions, 12 rules, 0 stuck
+}
