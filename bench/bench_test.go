@@ -89,7 +89,7 @@ func BenchmarkReuse(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			in.Node.Conditions = f.conds(i)
-			lifecycle.StepInto(&d, &f.Config, &in)
+			lifecycle.StepInto(&d, &f.Checked, &in)
 			if d.Status.Phase != reusePhases[i&1] || d.Effects.Len() != 1 {
 				b.Fatalf("step %d: %s", i, d.String())
 			}
@@ -188,7 +188,7 @@ func BenchmarkFresh(b *testing.B) {
 		for b.Loop() {
 			in := lifecycle.Input{Now: src.Now, Object: src.Object, Status: src.Status, Node: src.Node,
 				TokenExists: src.TokenExists}
-			lifecycle.StepInto(&d, &f.Config, &in)
+			lifecycle.StepInto(&d, &f.Checked, &in)
 			check(b, d.Status.Phase, d.Effects.Len(), 4)
 		}
 	})
@@ -274,7 +274,7 @@ func BenchmarkRehydrate(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			in.Status = stored
-			lifecycle.StepInto(&d, &f.Config, &in)
+			lifecycle.StepInto(&d, &f.Checked, &in)
 			if d.Status.Phase != phase.Running {
 				b.Fatal(d.String())
 			}
@@ -392,7 +392,7 @@ func BenchmarkSim(b *testing.B) {
 	b.Run("impl=lifecycle-into", func(b *testing.B) {
 		var d lifecycle.Decision
 		simulate(b, f, simInputs(f, simMachines), func(in *lifecycle.Input) int {
-			lifecycle.StepInto(&d, &f.Config, in)
+			lifecycle.StepInto(&d, &f.Checked, in)
 			in.Status = d.Status
 			return d.Effects.Len()
 		})

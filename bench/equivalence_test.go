@@ -76,7 +76,7 @@ func TestMeasuredEdges(t *testing.T) {
 			require.Equal(t, tc.want.Label(), d.Status.Phase.Label(), d.String())
 			require.Equal(t, tc.effects, d.Effects.Len(), d.String())
 			var into lifecycle.Decision
-			lifecycle.StepInto(&into, &f.Config, &tc.in)
+			lifecycle.StepInto(&into, &f.Checked, &tc.in)
 			require.Equal(t, d, into)
 
 			pv := PureValue(f.Config, tc.in)
@@ -96,7 +96,7 @@ func TestMeasuredEdgesAllocateNothing(t *testing.T) {
 	for _, in := range []lifecycle.Input{f.reuse(0), f.Observe(Unknown, Healthy), f.fresh(), f.In[Running]} {
 		var d lifecycle.Decision
 		require.Zero(t, testing.AllocsPerRun(200, func() { d = lifecycle.Step(f.Config, in) }), "Step %s", d.Rule)
-		require.Zero(t, testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, &f.Config, &in) }), "StepInto %s", d.Rule)
+		require.Zero(t, testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, &f.Checked, &in) }), "StepInto %s", d.Rule)
 	}
 }
 

@@ -65,6 +65,9 @@ func NewInput(name, uid string) lifecycle.Input {
 // by driving the library through its own flows.
 type Fixture struct {
 	Config lifecycle.Config
+	// Checked is Config checked once, for StepInto, as a controller does
+	// when it starts.
+	Checked lifecycle.Checked
 	// Healthy and Unhealthy are the machine's node, Ready and not Ready.
 	Healthy, Unhealthy lifecycle.Node
 	// Joining is the node as it first registers: healthy, with the startup
@@ -83,6 +86,10 @@ func NewFixture() (*Fixture, error) {
 		Healthy:   node(healthyConditions(T0.Add(2 * time.Minute))),
 		Unhealthy: node(unhealthyConditions(T0.Add(3 * time.Minute))),
 		In:        map[State]lifecycle.Input{},
+	}
+	var err error
+	if f.Checked, err = f.Config.Check(); err != nil {
+		return nil, err
 	}
 	f.Joining = f.Healthy
 	f.Joining.Taints = lifecycle.InstanceNotReady

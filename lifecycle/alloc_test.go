@@ -52,11 +52,12 @@ func creationHappyPath(t testing.TB) []lifecycle.Input {
 // DESIGN section 7: one step on the creation happy path allocates nothing.
 func TestCreationHappyPathAllocatesNothing(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
+	k := checked(t, cfg)
 	for i, in := range creationHappyPath(t) {
 		var d lifecycle.Decision
 		n := testing.AllocsPerRun(200, func() { d = lifecycle.Step(cfg, in) })
 		require.Zero(t, n, "step %d (%s) allocates", i, d.Rule)
-		n = testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, &cfg, &in) })
+		n = testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, k, &in) })
 		require.Zero(t, n, "StepInto %d (%s) allocates", i, d.Rule)
 	}
 }
@@ -73,13 +74,13 @@ func TestHealthyRunningAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkStepCreationHappyPath(b *testing.B) {
-	cfg := lifecycle.DefaultConfig()
+	k := checked(b, lifecycle.DefaultConfig())
 	steps := creationHappyPath(b)
 	var d lifecycle.Decision
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range steps {
-			lifecycle.StepInto(&d, &cfg, &steps[i])
+			lifecycle.StepInto(&d, k, &steps[i])
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(steps)), "ns/step")
@@ -87,6 +88,7 @@ func BenchmarkStepCreationHappyPath(b *testing.B) {
 
 func BenchmarkStepHealthyRunning(b *testing.B) {
 	cfg := lifecycle.DefaultConfig()
+	k := checked(b, cfg)
 	in := runningInput()
 	b.Run("value", func(b *testing.B) {
 		b.ReportAllocs()
@@ -98,7 +100,7 @@ func BenchmarkStepHealthyRunning(b *testing.B) {
 		var d lifecycle.Decision
 		b.ReportAllocs()
 		for b.Loop() {
-			lifecycle.StepInto(&d, &cfg, &in)
+			lifecycle.StepInto(&d, k, &in)
 		}
 	})
 }
@@ -106,12 +108,13 @@ func BenchmarkStepHealthyRunning(b *testing.B) {
 // A hot update: the UpdateMachine decision and its successful outcome.
 func TestHotUpdateAllocatesNothing(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
+	k := checked(t, cfg)
 	in := updatingInput()
 	d := lifecycle.Step(cfg, in)
 	next := then(in, d, driverapi.Result{})
 	for _, input := range []lifecycle.Input{in, next} {
 		var out lifecycle.Decision
-		require.Zero(t, testing.AllocsPerRun(200, func() { lifecycle.StepInto(&out, &cfg, &input) }), out.Rule.String())
+		require.Zero(t, testing.AllocsPerRun(200, func() { lifecycle.StepInto(&out, k, &input) }), out.Rule.String())
 	}
 	require.Equal(t, lifecycle.RuleUpdateApplied, lifecycle.Step(cfg, next).Rule)
 }

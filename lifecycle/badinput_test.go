@@ -64,6 +64,41 @@ func TestBadInput(t *testing.T) {
 		require.ErrorContains(t, err, "Retry")
 		require.NoError(t, cfg.Validate())
 	})
+	t.Run("StepInto with the zero Checked", func(t *testing.T) {
+		var zero lifecycle.Checked
+		require.False(t, zero.Valid())
+		var d lifecycle.Decision
+		lifecycle.StepInto(&d, &zero, &recorded)
+		require.Equal(t, lifecycle.RuleInvalidConfig, d.Rule)
+		require.Equal(t, recorded.Status, d.Status)
+		require.Equal(t, retry.Long, d.Requeue)
+		require.Equal(t, lifecycle.Config{}, zero.Config())
+	})
+	t.Run("Check of an invalid config", func(t *testing.T) {
+		bad := cfg
+		bad.WaitCheck = -time.Second
+		k, err := bad.Check()
+		require.ErrorIs(t, err, lifecycle.ErrInvalidConfig)
+		require.Equal(t, bad.Validate().Error(), err.Error())
+		require.False(t, k.Valid())
+	})
+	t.Run("Check keeps its own copy of the config", func(t *testing.T) {
+		mine := cfg
+		mine.NodeConditions = []string{"DiskPressure"}
+		k, err := mine.Check()
+		require.NoError(t, err)
+		mine.NodeConditions[0] = "" // now invalid; k must not see it
+		mine.HealthTimeout = 0
+		got := k.Config()
+		require.Equal(t, []string{"DiskPressure"}, got.NodeConditions)
+		require.Equal(t, cfg.HealthTimeout, got.HealthTimeout)
+		got.NodeConditions[0] = "Changed"
+		require.Equal(t, []string{"DiskPressure"}, k.Config().NodeConditions)
+		var d lifecycle.Decision
+		lifecycle.StepInto(&d, &k, &recorded)
+		require.NotEqual(t, lifecycle.RuleInvalidConfig, d.Rule)
+		require.Equal(t, lifecycle.Step(k.Config(), recorded), d)
+	})
 	t.Run("config with an empty node condition", func(t *testing.T) {
 		bad := cfg
 		bad.NodeConditions = []string{"DiskPressure", ""}
@@ -169,7 +204,7 @@ func TestStepNeverChangesItsInput(t *testing.T) {
 		require.Equal(t, before, in, "input %d changed by %s", i, d.Rule)
 		require.Equal(t, cfgBefore, cfg, "config changed by %s", d.Rule)
 		var into lifecycle.Decision
-		lifecycle.StepInto(&into, &cfg, &in)
+		lifecycle.StepInto(&into, checked(t, cfg), &in)
 		require.Equal(t, before, in, "input %d changed by StepInto", i)
 		require.Equal(t, d, into, "Step and StepInto agree")
 	}

@@ -152,6 +152,47 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Checked is a Config that passed [Config.Validate], for [StepInto]. A
+// controller checks its configuration once, when it starts, and steps every
+// machine with the result; StepInto then does not check the configuration
+// again at every step, as [Step] does. A Checked holds its own copy of the
+// Config, NodeConditions included, so changing the Config afterwards does
+// not reach it; it is read-only and may be shared by any number of workers.
+//
+// The zero Checked holds no configuration: StepInto refuses it with rule
+// input.invalid-config, as Step refuses an invalid Config.
+type Checked struct {
+	cfg Config
+	ok  bool
+}
+
+// Check validates the Config and returns a [Checked] copy of it, or the
+// error of [Config.Validate] and the zero Checked.
+func (c Config) Check() (Checked, error) {
+	if err := c.Validate(); err != nil {
+		return Checked{}, err
+	}
+	k := Checked{cfg: c, ok: true}
+	if c.NodeConditions != nil {
+		k.cfg.NodeConditions = append(make([]string, 0, len(c.NodeConditions)), c.NodeConditions...)
+	}
+	return k, nil
+}
+
+// Config returns a copy of the checked configuration (the zero Config for
+// the zero Checked). Changing it does not change k.
+func (k *Checked) Config() Config {
+	c := k.cfg
+	if c.NodeConditions != nil {
+		c.NodeConditions = append(make([]string, 0, len(c.NodeConditions)), c.NodeConditions...)
+	}
+	return c
+}
+
+// Valid reports whether k came from [Config.Check]: false for the zero
+// Checked.
+func (k *Checked) Valid() bool { return k.ok }
+
 // valid is Validate without building errors, for the hot path.
 func (c *Config) valid() bool {
 	if c.CreationTimeout <= 0 || c.HealthTimeout <= 0 || c.DrainTimeout <= 0 || c.WaitCheck <= 0 ||

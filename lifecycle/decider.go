@@ -215,7 +215,8 @@ func (x *decider) retryLater() {
 // is neither joined, drained nor deleted.
 func (x *decider) node() *Node {
 	n := &x.in.Node
-	if !n.Found() {
+	if n.Name == "" { // !n.Found(), without copying the Node
+
 		return nil
 	}
 	if n.ProviderID != "" && x.st.ProviderID != "" && n.ProviderID != x.st.ProviderID {
@@ -261,7 +262,7 @@ func (x *decider) elapsed(since Stamp) time.Duration {
 // deadlineBase is when a timeout measured from since starts counting: never
 // before the observer was last healthy again (MCM #680, #679).
 func (x *decider) deadlineBase(since Stamp) Stamp {
-	if ob := x.in.Observer; !ob.Degraded {
+	if ob := &x.in.Observer; !ob.Degraded {
 		return later(since, StampOf(ob.Since))
 	}
 	return since

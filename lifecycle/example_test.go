@@ -71,6 +71,35 @@ func ExampleStep_join() {
 	//   delete-bootstrap-token machine-a
 }
 
+// A controller checks its configuration once, when it starts, and steps
+// every machine with the checked copy; later changes to the Config do not
+// reach it.
+func ExampleConfig_Check() {
+	cfg := lifecycle.DefaultConfig()
+	cfg.HealthTimeout = 15 * time.Minute
+	checked, err := cfg.Check()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg.HealthTimeout = 0 // too late: checked holds its own copy
+
+	in := lifecycle.Input{
+		Now:    time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC),
+		Object: lifecycle.Object{Name: "machine-a", UID: "uid-a", Owner: "set-a"},
+	}
+	var d lifecycle.Decision // a worker's scratch, reused from machine to machine
+	lifecycle.StepInto(&d, &checked, &in)
+	c := checked.Config()
+	fmt.Println(d.Rule, c.HealthTimeout)
+
+	_, err = cfg.Check()
+	fmt.Println(err)
+	// Output:
+	// create.lookup 15m0s
+	// lifecycle: invalid config: HealthTimeout must be positive, got 0s
+}
+
 // Config.Validate lists every problem at once.
 func ExampleConfig_Validate() {
 	cfg := lifecycle.DefaultConfig()

@@ -31,7 +31,10 @@ func stepProperty(t *rapid.T) {
 	// of another input, which may hold more effects, a call and a wait.
 	other := lifecycletest.Inputs(cfg).Draw(t, "previous input")
 	into := lifecycle.Step(cfg, other)
-	lifecycle.StepInto(&into, &cfg, &in)
+	// An invalid cfg checks as the zero Checked, which StepInto refuses as
+	// Step refuses cfg.
+	k, _ := cfg.Check()
+	lifecycle.StepInto(&into, &k, &in)
 	if !reflect.DeepEqual(d, into) {
 		t.Fatalf("StepInto over a previous decision differs from Step:\nStep:     %s\nStepInto: %s", d.String(), into.String())
 	}

@@ -276,3 +276,14 @@ const (
 )
 
 func sortStrings(s []string) { slices.Sort(s) }
+
+// checked returns cfg checked for StepInto, failing the test when it does
+// not pass Validate.
+func checked(t testing.TB, cfg lifecycle.Config) *lifecycle.Checked {
+	t.Helper()
+	k, err := cfg.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &k
+}

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -48,9 +49,23 @@ func TestPropertyStepRefusesExactlyInvalidConfigs(t *testing.T) {
 		if rapid.IntRange(0, 5).Draw(t, "empty condition") == 0 {
 			cfg.NodeConditions = append(slices.Clone(cfg.NodeConditions), "")
 		}
-		refused := lifecycle.Step(cfg, in).Rule == lifecycle.RuleInvalidConfig
-		if err := cfg.Validate(); refused != (err != nil) {
+		d := lifecycle.Step(cfg, in)
+		refused := d.Rule == lifecycle.RuleInvalidConfig
+		err := cfg.Validate()
+		if refused != (err != nil) {
 			t.Fatalf("Step refused: %v; Validate: %v; config %+v", refused, err, cfg)
+		}
+		// Check accepts exactly what Validate accepts, and StepInto with
+		// its result decides as Step: the zero Checked of a refused
+		// configuration is refused the same way.
+		k, kerr := cfg.Check()
+		if (kerr != nil) != (err != nil) || k.Valid() != (err == nil) {
+			t.Fatalf("Check: %v, valid %v; Validate: %v", kerr, k.Valid(), err)
+		}
+		var into lifecycle.Decision
+		lifecycle.StepInto(&into, &k, &in)
+		if !reflect.DeepEqual(d, into) {
+			t.Fatalf("StepInto with the checked config differs from Step:\nStep:     %s\nStepInto: %s", d.String(), into.String())
 		}
 	})
 }

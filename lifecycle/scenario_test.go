@@ -40,12 +40,12 @@ func deletionHappyPath(t testing.TB) []lifecycle.Input {
 // DESIGN section 7 / issue 3: every step of the deletion happy path
 // allocates nothing.
 func TestDeletionHappyPathAllocatesNothing(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
+	k := checked(t, lifecycle.DefaultConfig())
 	steps := deletionHappyPath(t)
 	var rules []string
 	for i, in := range steps {
 		var d lifecycle.Decision
-		n := testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, &cfg, &in) })
+		n := testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, k, &in) })
 		require.Zero(t, n, "step %d (%s) allocates", i, d.Rule)
 		rules = append(rules, d.Rule.String())
 	}

@@ -19,18 +19,23 @@ import (
 func Step(cfg Config, in Input) (d Decision) {
 	// d starts as the zero Decision, so only the status needs setting.
 	d.Status = in.Status
-	decide(&d, &cfg, &in)
+	decide(&d, &cfg, &in, cfg.valid())
 	return d
 }
 
-// StepInto is [Step] writing its decision into d, which it overwrites
-// entirely: d may hold a previous decision, and the caller may reuse one
-// Decision for many machines. It reads cfg and in and never writes them; d
-// must not alias in. Reusing d is what makes StepInto cheaper than Step: it
-// neither copies the values in and out nor clears the whole Decision.
-func StepInto(d *Decision, cfg *Config, in *Input) {
+// StepInto is [Step] writing its decision into d, with a configuration
+// checked once beforehand ([Config.Check]). It overwrites d entirely: d may
+// hold the zero Decision or the decision of a previous step, and the caller
+// may reuse one Decision for many machines (it may change the decision's
+// Requeue, as examples/shell does, but not its effects or call). It reads cfg and in and never writes them; d must not alias in.
+// StepInto(&d, &k, &in) leaves in d what Step(k.Config(), in) returns.
+//
+// StepInto is the cheaper of the two: it neither copies the values in and
+// out nor clears the whole Decision, and it does not validate the
+// configuration again at every step.
+func StepInto(d *Decision, cfg *Checked, in *Input) {
 	d.reset(&in.Status)
-	decide(d, cfg, in)
+	decide(d, &cfg.cfg, in, cfg.ok)
 }
 
 // reset makes d the zero Decision holding st. It clears only the effect
@@ -44,7 +49,11 @@ func (d *Decision) reset(st *Status) {
 	d.Effects.n = 0
 	d.Status = *st
 	d.Changed = false
-	d.Call = driverapi.Call{}
+	if d.Call.Method != driverapi.MethodNone {
+		// Every call a step writes has a method (see decider.call), so a
+		// Call without one is zero already.
+		d.Call = driverapi.Call{}
+	}
 	d.OpID = 0
 	d.Requeue, d.Period = 0, 0
 	d.Rule = RuleNone
@@ -53,13 +62,14 @@ func (d *Decision) reset(st *Status) {
 }
 
 // decide runs one step on d, which holds the zero Decision but for its
-// Status, a copy of in.Status.
-func decide(d *Decision, cfg *Config, in *Input) {
+// Status, a copy of in.Status. valid reports whether cfg passes Validate.
+func decide(d *Decision, cfg *Config, in *Input, valid bool) {
 	// Field by field: a composite literal is built in a temporary and
 	// copied, and reading it back in 16-byte pieces right after writing
 	// it in 8-byte ones stalls store forwarding (about a tenth of a step).
 	var x decider
 	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
+	x.validConfig = valid
 	x.now = StampOf(in.Now)
 	x.run()
 	x.finish()
@@ -85,6 +95,9 @@ type decider struct {
 	opRule Rule
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
+	// validConfig: cfg passes Validate (checked by Step, or by Config.Check
+	// for StepInto).
+	validConfig bool
 	// spare takes the fields of an effect that did not fit (see put).
 	spare Effect
 }
@@ -101,7 +114,7 @@ func (x *decider) run() {
 		x.rule(RuleInvalidObject)
 		x.requeue(retry.Long)
 		return
-	case !x.cfg.valid():
+	case !x.validConfig:
 		x.rule(RuleInvalidConfig)
 		x.requeue(retry.Long)
 		return
@@ -364,6 +377,15 @@ func (x *decider) ensureObject() {
 		(x.cfg.NoTargetCluster || st.NodeName == "" || o.NodeLabel == st.NodeName))) {
 		return // the common case: nothing to ensure
 	}
+	x.ensureObjectEffects(recorded)
+}
+
+// ensureObjectEffects is ensureObject's uncommon case, apart so that the
+// common one needs no stack frame for the effects.
+//
+//go:noinline
+func (x *decider) ensureObjectEffects(recorded bool) {
+	o, st := &x.in.Object, x.st
 	var buf [4]Effect
 	n := 0
 	if !o.Finalizer {

@@ -112,13 +112,16 @@ func jitterHash(key string, attempt uint32) uint64 {
 	n := len(key)
 	h := uint64(n) * golden
 	if n >= 8 {
-		i := 0
-		for ; i+8 <= n; i += 8 {
-			h = (h ^ word(key[i:i+8])) * mix
+		last := key[n-8:]
+		// Consuming the key keeps the loop free of index arithmetic and
+		// bounds checks.
+		for len(key) >= 8 {
+			h = (h ^ word(key)) * mix
 			h ^= h >> 32
+			key = key[8:]
 		}
-		if i < n {
-			h = (h ^ word(key[n-8:])) * mix
+		if len(key) > 0 {
+			h = (h ^ word(last)) * mix
 			h ^= h >> 32
 		}
 	} else if n > 0 {

@@ -77,7 +77,8 @@ func TestFlowsRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-			cfg := lifecycle.DefaultConfig()
+			cfg, err := lifecycle.DefaultConfig().Check()
+			require.NoError(t, err)
 			p := memworld.NewProvider()
 			c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
 			if tt.setup != nil {

@@ -37,7 +37,7 @@ func (w *shard) pass(mi int32) {
 			in.Now = tm(now)
 			w.clock = max(w.clock, now)
 		}
-		lifecycle.StepInto(d, &w.cfg, in)
+		lifecycle.StepInto(d, &w.checked, in)
 		w.decided(mi, step, in, d)
 		*out = lifecycle.Outcome{OpID: d.OpID}
 		// 1. Persist first: the status is the write-ahead record.
@@ -54,7 +54,7 @@ func (w *shard) pass(mi int32) {
 				}
 				in.Outcome = out
 				in.Now = tm(now)
-				lifecycle.StepInto(d, &w.cfg, in)
+				lifecycle.StepInto(d, &w.checked, in)
 				w.decided(mi, step+1, in, d)
 				break
 			}

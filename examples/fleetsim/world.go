@@ -58,13 +58,17 @@ type owner struct {
 // shard is one independent simulation: a set of owners with their
 // machines, a provider and a cluster, a random stream and an event queue.
 type shard struct {
-	o      *Options
-	t      *tables
-	cfg    lifecycle.Config
-	index  int
-	prefix string // "<shard>-", in names
-	rng    *rand.Rand
-	q      queue
+	o   *Options
+	t   *tables
+	cfg lifecycle.Config
+	// checked is cfg checked, for StepInto. Options.Validate has checked
+	// it before any shard is built; were it invalid, every step would
+	// decide input.invalid-config and the checks would report it.
+	checked lifecycle.Checked
+	index   int
+	prefix  string // "<shard>-", in names
+	rng     *rand.Rand
+	q       queue
 
 	now, activeEnd, end int64
 	clock               int64 // the latest clock a step of the current pass was given
@@ -112,6 +116,7 @@ func newShard(o *Options, t *tables, index int, tr *tracer) *shard {
 		now:    epoch, activeEnd: epoch + int64(o.Active), end: epoch + int64(o.Active+o.Drain),
 		active: true, faulty: o.Faults,
 	}
+	w.checked, _ = o.Config.Check()
 	w.stats.init()
 	owners := (o.Machines + o.PerOwner - 1) / o.PerOwner
 	size := 0

@@ -151,6 +151,11 @@ var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 // run plays a scenario and reports it to w.
 func run(w io.Writer, name string, s scenario, quiet bool) result {
 	cfg := lifecycle.DefaultConfig()
+	checked, err := cfg.Check() // once, as a controller does when it starts
+	if err != nil {
+		fmt.Fprintln(w, err)
+		return result{}
+	}
 	p := memworld.NewProvider()
 	c := memworld.NewCluster(p, "machine-a", "6f1c9e2a-uid", t0)
 	if s.setup != nil {
@@ -196,7 +201,7 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 		if !quiet {
 			fmt.Fprintf(w, "\n[+%s] pass %d (phase %s)\n", now.Sub(t0), pass, c.Machine.Status.Phase.Label())
 		}
-		res := shell.Reconcile(context.Background(), &cfg, c, p, driverapi.Class{Name: "mem-small"}, now, hooks)
+		res := shell.Reconcile(context.Background(), &checked, c, p, driverapi.Class{Name: "mem-small"}, now, hooks)
 		r.passes = pass
 		if c.Machine.Gone {
 			if !quiet {

@@ -60,8 +60,9 @@ type Pass struct {
 	Crashed bool
 }
 
-// Reconcile runs one pass for the machine of w at time now.
-func Reconcile(ctx context.Context, cfg *lifecycle.Config, w World, drv driverapi.Driver, class driverapi.Class,
+// Reconcile runs one pass for the machine of w at time now, with the
+// configuration the controller checked once when it started.
+func Reconcile(ctx context.Context, cfg *lifecycle.Checked, w World, drv driverapi.Driver, class driverapi.Class,
 	now time.Time, hooks Hooks) Pass {
 	var pass Pass
 	in := w.Observe(now)

@@ -21,7 +21,11 @@ var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 // One pass takes a new machine through creation and initialization to
 // Pending, saving the status before each effect.
 func ExampleReconcile() {
-	cfg := lifecycle.DefaultConfig()
+	cfg, err := lifecycle.DefaultConfig().Check()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	p := memworld.NewProvider()
 	c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
 	pass := shell.Reconcile(context.Background(), &cfg, c, p, driverapi.Class{}, t0, shell.Hooks{})
@@ -60,7 +64,7 @@ func (w *flakyWorld) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 }
 
 func TestFailedSaveCarriesOutNothing(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
+	cfg := checked(t)
 	p := memworld.NewProvider()
 	c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
 	w := &flakyWorld{Cluster: c, failSave: lifecycle.WriteConflict}
@@ -72,7 +76,7 @@ func TestFailedSaveCarriesOutNothing(t *testing.T) {
 }
 
 func TestFailedWriteStopsTheEffects(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
+	cfg := checked(t)
 	p := memworld.NewProvider()
 	c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
 	w := &flakyWorld{Cluster: c, failApply: map[lifecycle.Kind]lifecycle.Write{lifecycle.KindEnsureFinalizer: lifecycle.WriteFailed}}
@@ -83,7 +87,7 @@ func TestFailedWriteStopsTheEffects(t *testing.T) {
 }
 
 func TestCrashHookEndsThePass(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
+	cfg := checked(t)
 	p := memworld.NewProvider()
 	c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
 	pass := shell.Reconcile(context.Background(), &cfg, c, p, driverapi.Class{}, t0, shell.Hooks{
@@ -126,7 +130,7 @@ func (w *laggingWorld) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 // Node writes are carried out once per pass even when the shell's node
 // cache does not show them yet.
 func TestLaggingNodeCacheWritesOncePerPass(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
+	cfg := checked(t)
 	p := memworld.NewProvider()
 	c := memworld.NewCluster(p, "machine-a", "uid-a", t0)
 	now := t0
@@ -148,4 +152,14 @@ func TestLaggingNodeCacheWritesOncePerPass(t *testing.T) {
 	pass := shell.Reconcile(context.Background(), &cfg, w, p, driverapi.Class{}, now, shell.Hooks{})
 	require.Equal(t, 2, w.writes, "one taint removal and one label, not one per step")
 	require.Less(t, len(pass.Decisions), lifecycle.MaxStepsPerPass)
+}
+
+// checked returns the default configuration, checked.
+func checked(t *testing.T) lifecycle.Checked {
+	t.Helper()
+	k, err := lifecycle.DefaultConfig().Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

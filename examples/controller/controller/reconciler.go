@@ -52,7 +52,8 @@ type Reconciler struct {
 	// The text BootstrapTokenPlaceholder in Class.Secret["userData"] is
 	// replaced with the machine's bootstrap token for CreateMachine.
 	Class driverapi.Class
-	// Config is the lifecycle configuration.
+	// Config is the lifecycle configuration. SetupWithManager checks it;
+	// changing it afterwards does not change the passes.
 	Config lifecycle.Config
 	// Metrics, when set, counts decisions and exports the fleet summary.
 	Metrics *Metrics
@@ -61,6 +62,8 @@ type Reconciler struct {
 	// EvictRetryInterval is the pause between eviction retries of a drain;
 	// 0 means Config.EvictRetryInterval.
 	EvictRetryInterval time.Duration
+
+	checked lifecycle.Checked // Config, checked by SetupWithManager
 }
 
 // BootstrapTokenPlaceholder is replaced in the user data with the machine's
@@ -115,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	in.Grant = grant
 	var d lifecycle.Decision
 	for step := 0; step < lifecycle.MaxStepsPerPass; step++ {
-		lifecycle.StepInto(&d, &r.Config, &in)
+		lifecycle.StepInto(&d, &r.checked, &in)
 		r.decided(p, step, &d)
 		out := &lifecycle.Outcome{OpID: d.OpID}
 		// 1. Persist first: the status is the write-ahead record.
@@ -124,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				log.Info("saving status failed", "write", w.String(), "error", err.Error())
 				out.Persist = w
 				in.Outcome = out
-				lifecycle.StepInto(&d, &r.Config, &in)
+				lifecycle.StepInto(&d, &r.checked, &in)
 				r.decided(p, step+1, &d)
 				break
 			}

@@ -25,8 +25,14 @@ import (
 // SetupWithManager registers the cache indexes the reconciler reads with
 // and the controller: Machines, and the Nodes mapped to their machines.
 // Status-only changes of a Machine (the reconciler's own status writes) do
-// not trigger a pass; the decision's requeue does.
+// not trigger a pass; the decision's requeue does. It fails on a Config
+// that does not pass lifecycle's Validate.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	checked, err := r.Config.Check()
+	if err != nil {
+		return err
+	}
+	r.checked = checked
 	idx := mgr.GetFieldIndexer()
 	for _, ix := range []struct {
 		obj   client.Object
