@@ -163,7 +163,22 @@ func (c *Config) Validate() error {
 // input.invalid-config, as Step refuses an invalid Config.
 type Checked struct {
 	cfg Config
-	ok  bool
+	pre derived
+}
+
+// derived holds what a step needs from its configuration beyond the
+// Config's fields: computed once by Config.Check, and at every step by Step.
+type derived struct {
+	// valid reports whether the Config passes Validate.
+	valid bool
+	// resyncWidth is the jitter window of the Long resync requeue
+	// (decider.resync).
+	resyncWidth time.Duration
+}
+
+// derive computes what a step derives from c.
+func derive(c *Config) derived {
+	return derived{valid: c.valid(), resyncWidth: retry.JitterWidth(retry.Long, c.Retry.JitterPercent)}
 }
 
 // Check validates the Config and returns a [Checked] copy of it, or the
@@ -172,7 +187,7 @@ func (c Config) Check() (Checked, error) {
 	if err := c.Validate(); err != nil {
 		return Checked{}, err
 	}
-	k := Checked{cfg: c, ok: true}
+	k := Checked{cfg: c, pre: derive(&c)}
 	if c.NodeConditions != nil {
 		k.cfg.NodeConditions = append(make([]string, 0, len(c.NodeConditions)), c.NodeConditions...)
 	}
@@ -191,7 +206,7 @@ func (k *Checked) Config() Config {
 
 // Valid reports whether k came from [Config.Check]: false for the zero
 // Checked.
-func (k *Checked) Valid() bool { return k.ok }
+func (k *Checked) Valid() bool { return k.pre.valid }
 
 // valid is Validate without building errors, for the hot path.
 func (c *Config) valid() bool {

@@ -55,7 +55,9 @@ func (x *decider) backoff(base time.Duration, failures uint8) {
 // the machine's deterministic jitter so a fleet does not resync at once.
 func (x *decider) resync() {
 	x.d.Period = retry.Long
-	x.d.Requeue = x.cfg.Retry.Spread(retry.Long, x.in.Object.UID)
+	// x.cfg.Retry.Spread(retry.Long, uid), with the jitter width derived
+	// once (Long plus less than Long cannot overflow).
+	x.d.Requeue = retry.Long + retry.JitterIn(x.in.Object.UID, 0, x.pre.resyncWidth)
 }
 
 // until sets the requeue to the next check of a deadline: WaitCheck, or
@@ -73,7 +75,8 @@ func (x *decider) wait(w WaitFor, since, until Stamp) {
 }
 
 // put appends an effect of kind k and returns it, for the caller to set
-// its other fields: the slot is zero (see Decision.reset). Filling the slot
+// its other fields: put zeroes the slot, which may still hold an effect of
+// the previous decision (see Decision.reset). Filling the slot
 // in place, rather than passing an Effect by value, spares copying 80 bytes
 // twice per effect. When the list is full, put records AnomalyEffectsFull
 // and returns a scratch effect that is dropped.
@@ -86,7 +89,7 @@ func (x *decider) put(k Kind) *Effect {
 	}
 	p := &e.list[e.n]
 	e.n++
-	p.Kind = k
+	*p = Effect{Kind: k} // the slot may hold an effect of the previous decision
 	return p
 }
 

@@ -196,6 +196,14 @@ func (e *Effects) Last() Effect {
 	return e.list[e.n-1]
 }
 
+// clearFrom zeroes the slots from Len() up to (not including) n, which an
+// earlier decision used: after it, every slot past Len() is zero.
+func (e *Effects) clearFrom(n int) {
+	for i := int(e.n); i < n && i < MaxEffects; i++ {
+		e.list[i] = Effect{}
+	}
+}
+
 // prepend puts effects in front of the list, keeping the order of both; it
 // reports false, changing nothing, when they do not fit.
 func (e *Effects) prepend(front []Effect) bool {

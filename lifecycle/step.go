@@ -19,7 +19,8 @@ import (
 func Step(cfg Config, in Input) (d Decision) {
 	// d starts as the zero Decision, so only the status needs setting.
 	d.Status = in.Status
-	decide(&d, &cfg, &in, cfg.valid())
+	pre := derive(&cfg)
+	decide(&d, &cfg, &in, &pre)
 	return d
 }
 
@@ -27,25 +28,26 @@ func Step(cfg Config, in Input) (d Decision) {
 // checked once beforehand ([Config.Check]). It overwrites d entirely: d may
 // hold the zero Decision or the decision of a previous step, and the caller
 // may reuse one Decision for many machines (it may change the decision's
-// Requeue, as examples/shell does, but not its effects or call). It reads cfg and in and never writes them; d must not alias in.
-// StepInto(&d, &k, &in) leaves in d what Step(k.Config(), in) returns.
+// Requeue, as examples/shell does, but not its effects or call). It reads
+// cfg and in and never writes them; d must not alias in. StepInto(&d, &k,
+// &in) leaves in d what Step(k.Config(), in) returns.
 //
 // StepInto is the cheaper of the two: it neither copies the values in and
 // out nor clears the whole Decision, and it does not validate the
 // configuration again at every step.
 func StepInto(d *Decision, cfg *Checked, in *Input) {
-	d.reset(&in.Status)
-	decide(d, &cfg.cfg, in, cfg.ok)
+	stale := d.reset(&in.Status)
+	decide(d, &cfg.cfg, in, &cfg.pre)
+	d.Effects.clearFrom(stale)
 }
 
-// reset makes d the zero Decision holding st. It clears only the effect
-// slots the previous decision used: the others are zero already, since
-// Effects' storage is only ever written through put and prepend, below its
-// length.
-func (d *Decision) reset(st *Status) {
-	for i := range d.Effects.n {
-		d.Effects.list[i] = Effect{} // inline stores; clear() calls memclrHasPointers
-	}
+// reset makes d the zero Decision holding st, but for the effect slots the
+// previous decision used: it returns their number, and the caller clears
+// those the new decision did not overwrite (Effects.clearFrom). Slots past
+// them are zero already: Effects' storage is only ever written through put
+// and prepend, below its length, and put writes a whole slot.
+func (d *Decision) reset(st *Status) (stale int) {
+	stale = int(d.Effects.n)
 	d.Effects.n = 0
 	d.Status = *st
 	d.Changed = false
@@ -59,17 +61,18 @@ func (d *Decision) reset(st *Status) {
 	d.Rule = RuleNone
 	d.Wait = Wait{}
 	d.Anomalies = 0
+	return stale
 }
 
 // decide runs one step on d, which holds the zero Decision but for its
-// Status, a copy of in.Status. valid reports whether cfg passes Validate.
-func decide(d *Decision, cfg *Config, in *Input, valid bool) {
+// Status, a copy of in.Status. pre is what derive(cfg) returns.
+func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	// Field by field: a composite literal is built in a temporary and
 	// copied, and reading it back in 16-byte pieces right after writing
 	// it in 8-byte ones stalls store forwarding (about a tenth of a step).
 	var x decider
 	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
-	x.validConfig = valid
+	x.pre = pre
 	x.now = StampOf(in.Now)
 	x.run()
 	x.finish()
@@ -95,9 +98,9 @@ type decider struct {
 	opRule Rule
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
-	// validConfig: cfg passes Validate (checked by Step, or by Config.Check
-	// for StepInto).
-	validConfig bool
+	// pre is derived from cfg: by Step at every step, by Config.Check once
+	// for StepInto.
+	pre *derived
 	// spare takes the fields of an effect that did not fit (see put).
 	spare Effect
 }
@@ -114,7 +117,7 @@ func (x *decider) run() {
 		x.rule(RuleInvalidObject)
 		x.requeue(retry.Long)
 		return
-	case !x.validConfig:
+	case !x.pre.valid:
 		x.rule(RuleInvalidConfig)
 		x.requeue(retry.Long)
 		return

@@ -85,6 +85,14 @@ func (p Policy) Spread(d time.Duration, key string) time.Duration {
 // This function is a compatibility contract: changing it moves every
 // machine's requeue time.
 func Jitter(key string, attempt uint32, d time.Duration, percent int) time.Duration {
+	return JitterIn(key, attempt, JitterWidth(d, percent))
+}
+
+// JitterWidth returns the width of [Jitter]'s window for period d at
+// percent: d*percent/100 rounded down, computed without overflow as
+// Jitter's doc says. It is 0 when d or percent is not positive or d is too
+// small; a percent above 100 acts as 100.
+func JitterWidth(d time.Duration, percent int) time.Duration {
 	if d <= 0 || percent <= 0 {
 		return 0
 	}
@@ -92,7 +100,14 @@ func Jitter(key string, attempt uint32, d time.Duration, percent int) time.Durat
 		percent = 100
 	}
 	pc := time.Duration(percent)
-	width := d/100*pc + d%100*pc/100
+	return d/100*pc + d%100*pc/100
+}
+
+// JitterIn returns the value of [Jitter] for a window of the given width:
+// Jitter(key, attempt, d, percent) equals JitterIn(key, attempt,
+// JitterWidth(d, percent)). A caller that jitters the same period for many
+// keys computes the width once. A width that is not positive gives 0.
+func JitterIn(key string, attempt uint32, width time.Duration) time.Duration {
 	if width <= 0 {
 		return 0
 	}

@@ -135,6 +135,14 @@ func TestSpread(t *testing.T) {
 	require.Equal(t, time.Duration(math.MaxInt64), Policy{JitterPercent: 100}.Spread(math.MaxInt64, uid))
 }
 
+func TestJitterInNonPositiveWidthIsZero(t *testing.T) {
+	for _, w := range []time.Duration{0, -1, math.MinInt64} {
+		require.Zero(t, JitterIn(uid, 3, w))
+	}
+	require.Equal(t, time.Minute, JitterWidth(Long, 10))
+	require.Equal(t, Jitter(uid, 0, Long, 10), JitterIn(uid, 0, time.Minute))
+}
+
 func TestJitterBounds(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -280,6 +288,13 @@ func TestDifferentialAgainstNaiveReference(t *testing.T) {
 		if got, want := Jitter(key, n, d, p.JitterPercent), naiveJitter(key, n, d, p.JitterPercent); got != want {
 			t.Fatalf("round %d: Jitter(%q, %d, %d, %d) = %d, naive %d", i, key, n, d, p.JitterPercent, got, want)
 		}
+		w := JitterWidth(d, p.JitterPercent)
+		if want := naiveWidth(d, p.JitterPercent); w != want {
+			t.Fatalf("round %d: JitterWidth(%d, %d) = %d, naive %d", i, d, p.JitterPercent, w, want)
+		}
+		if got, want := JitterIn(key, n, w), Jitter(key, n, d, p.JitterPercent); got != want {
+			t.Fatalf("round %d: JitterIn(%q, %d, %d) = %d, Jitter %d", i, key, n, w, got, want)
+		}
 	}
 }
 
@@ -337,6 +352,18 @@ func naiveSpread(p Policy, d time.Duration, key string) time.Duration {
 // naiveJitter is the reference for Jitter, written from its documentation
 // with other tools: the key's words listed first (encoding/binary on
 // copies), big.Int for the width and the scaling onto it.
+// naiveWidth is the reference for JitterWidth: d*percent/100 in big.Int.
+func naiveWidth(d time.Duration, percent int) time.Duration {
+	if percent > 100 {
+		percent = 100
+	}
+	if d <= 0 || percent <= 0 {
+		return 0
+	}
+	width := new(big.Int).Mul(big.NewInt(int64(d)), big.NewInt(int64(percent)))
+	return time.Duration(width.Quo(width, bigHundred).Int64())
+}
+
 func naiveJitter(key string, attempt uint32, d time.Duration, percent int) time.Duration {
 	if percent > 100 {
 		percent = 100
