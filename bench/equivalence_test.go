@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -148,4 +149,32 @@ func TestTableMatchesLooplab(t *testing.T) {
 			require.Equal(t, edge, lf.Can(string(e)), "%s %s", s, e)
 		}
 	}
+}
+
+// assemble writes every field of the Input: over an Input whose every
+// field is set, it leaves exactly the machine's input. A field added to
+// lifecycle.Input fails the first check until assemble and this test
+// handle it.
+func TestAssembleSetsEveryField(t *testing.T) {
+	f := fixture(t)
+	src := f.fresh()
+	junk := f.In[Failed]
+	junk.CreatedNode = f.Healthy
+	junk.NodeReadFailed = true
+	junk.VolumeAttachments = 3
+	junk.TokenExists = !src.TokenExists
+	junk.Observer = lifecycle.Observer{Degraded: true, Since: T0}
+	junk.Problem = lifecycle.ProblemInvalidMachine
+	junk.Grant = lifecycle.Grant{Fail: true}
+	junk.Outcome = &lifecycle.Outcome{Ran: 1}
+	v := reflect.ValueOf(junk)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() && v.Type().Field(i).Name != "TokenExists" {
+			t.Fatalf("the junk input leaves %s zero: set it here and in assemble", v.Type().Field(i).Name)
+		}
+	}
+	assemble(&junk, &src)
+	want := lifecycle.Input{Now: src.Now, Object: src.Object, Status: src.Status, Node: src.Node,
+		TokenExists: src.TokenExists}
+	require.Equal(t, want, junk)
 }
