@@ -129,8 +129,15 @@ func jitterHash(key string, attempt uint32) uint64 {
 	if n >= 8 {
 		last := key[n-8:]
 		// Consuming the key keeps the loop free of index arithmetic and
-		// bounds checks.
-		for len(key) >= 8 {
+		// bounds checks; two words a round halve the loop's overhead.
+		for len(key) >= 16 {
+			h = (h ^ word(key)) * mix
+			h ^= h >> 32
+			h = (h ^ word(key[8:])) * mix
+			h ^= h >> 32
+			key = key[16:]
+		}
+		if len(key) >= 8 {
 			h = (h ^ word(key)) * mix
 			h ^= h >> 32
 			key = key[8:]
