@@ -19,6 +19,7 @@ import (
 //
 //	lifecycle           lifecycle.Step, Config and Input by value, Decision returned
 //	lifecycle-into      lifecycle.StepInto into a caller-owned Decision
+//	lifecycle-on        lifecycle.StepOn: the machine's status kept in that Decision
 //	looplab             github.com/looplab/fsm, no callbacks
 //	stateless           github.com/qmuntal/stateless, FiringImmediate, no guards
 //	pure-value          PureValue, the floor of Step's shape
@@ -94,6 +95,23 @@ func BenchmarkReuse(b *testing.B) {
 				b.Fatalf("step %d: %s", i, d.String())
 			}
 			in.Status = d.Status
+			i++
+		}
+	})
+	b.Run("impl=lifecycle-on", func(b *testing.B) {
+		// The machine's status stays in the Decision, as a peer's state
+		// stays in its instance: nothing is copied between steps.
+		in := f.reuse(0)
+		var d lifecycle.Decision
+		d.Status = in.Status
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			in.Node.Conditions = f.conds(i)
+			lifecycle.StepOn(&d, &f.Checked, &in)
+			if d.Status.Phase != reusePhases[i&1] || d.Effects.Len() != 1 {
+				b.Fatalf("step %d: %s", i, d.String())
+			}
 			i++
 		}
 	})
@@ -190,6 +208,19 @@ func BenchmarkFresh(b *testing.B) {
 		for b.Loop() {
 			assemble(&in, &src)
 			lifecycle.StepInto(&d, &f.Checked, &in)
+			check(b, d.Status.Phase, d.Effects.Len(), 4)
+		}
+	})
+	b.Run("impl=lifecycle-on", func(b *testing.B) {
+		// As lifecycle-into, but the stored status is decoded into the
+		// worker's Decision rather than its Input.
+		var d lifecycle.Decision
+		var in lifecycle.Input
+		b.ReportAllocs()
+		for b.Loop() {
+			assemble(&in, &src)
+			d.Status = src.Status
+			lifecycle.StepOn(&d, &f.Checked, &in)
 			check(b, d.Status.Phase, d.Effects.Len(), 4)
 		}
 	})
@@ -298,6 +329,17 @@ func BenchmarkRehydrate(b *testing.B) {
 		for b.Loop() {
 			in.Status = stored
 			lifecycle.StepInto(&d, &f.Checked, &in)
+			if d.Status.Phase != phase.Running {
+				b.Fatal(d.String())
+			}
+		}
+	})
+	b.Run("impl=lifecycle-on", func(b *testing.B) {
+		var d lifecycle.Decision
+		b.ReportAllocs()
+		for b.Loop() {
+			d.Status = stored
+			lifecycle.StepOn(&d, &f.Checked, &in)
 			if d.Status.Phase != phase.Running {
 				b.Fatal(d.String())
 			}

@@ -79,6 +79,9 @@ func TestMeasuredEdges(t *testing.T) {
 			var into lifecycle.Decision
 			lifecycle.StepInto(&into, &f.Checked, &tc.in)
 			require.Equal(t, d, into)
+			on := lifecycle.Decision{Status: tc.in.Status}
+			lifecycle.StepOn(&on, &f.Checked, &tc.in)
+			require.Equal(t, d, on)
 
 			pv := PureValue(f.Config, tc.in)
 			require.Equal(t, tc.want, pv.Status.Phase)
@@ -91,13 +94,14 @@ func TestMeasuredEdges(t *testing.T) {
 	}
 }
 
-// The steps the benchmarks measure allocate nothing, by value or into.
+// The steps the benchmarks measure allocate nothing, by value, into or on.
 func TestMeasuredEdgesAllocateNothing(t *testing.T) {
 	f := fixture(t)
 	for _, in := range []lifecycle.Input{f.reuse(0), f.Observe(Unknown, Healthy), f.fresh(), f.In[Running]} {
 		var d lifecycle.Decision
 		require.Zero(t, testing.AllocsPerRun(200, func() { d = lifecycle.Step(f.Config, in) }), "Step %s", d.Rule)
 		require.Zero(t, testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, &f.Checked, &in) }), "StepInto %s", d.Rule)
+		require.Zero(t, testing.AllocsPerRun(200, func() { d.Status = in.Status; lifecycle.StepOn(&d, &f.Checked, &in) }), "StepOn %s", d.Rule)
 	}
 }
 

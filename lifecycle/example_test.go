@@ -110,3 +110,30 @@ func ExampleConfig_Validate() {
 	// lifecycle: invalid config: HealthTimeout must be positive, got 0s
 	// lifecycle: invalid config: MaxEvictRetries must not be negative, got -1
 }
+
+// A pass that keeps the machine's status in its Decision: each step after
+// the first decides from the status the previous one left there (saved by
+// the shell when it changed), so nothing is copied between the steps.
+func ExampleStepOn() {
+	checked, err := lifecycle.DefaultConfig().Check()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	in := lifecycle.Input{
+		Now:    time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC),
+		Object: lifecycle.Object{Name: "machine-a", UID: "uid-a", Owner: "set-a", Finalizer: true},
+	}
+	var d lifecycle.Decision // d.Status is the machine's status: none yet
+	for range 2 {
+		lifecycle.StepOn(&d, &checked, &in)
+		fmt.Println(d.Rule, "|", lifecycle.CallString(d.Call))
+		// The shell saves d.Status when d.Changed, carries out the effects
+		// and feeds their outcome back: the provider has no instance.
+		in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len(),
+			Result: driverapi.ResultOf(d.Call.Method, driverapi.Error(driverapi.NotFound, "no instance"))}
+	}
+	// Output:
+	// create.lookup | GetMachineStatus machine-a uid=uid-a key=uid-a/0
+	// create.vm-not-found | CreateMachine machine-a uid=uid-a key=uid-a/0
+}
