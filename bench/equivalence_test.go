@@ -177,8 +177,13 @@ func TestAssembleSetsEveryField(t *testing.T) {
 			t.Fatalf("the junk input leaves %s zero: set it here and in assemble", v.Type().Field(i).Name)
 		}
 	}
+	observed := junk
 	assemble(&junk, &src)
 	want := lifecycle.Input{Now: src.Now, Object: src.Object, Status: src.Status, Node: src.Node,
 		TokenExists: src.TokenExists}
 	require.Equal(t, want, junk)
+	keep := observed.Status
+	assembleObserved(&observed, &src)
+	want.Status = keep
+	require.Equal(t, want, observed, "assembleObserved sets every field but Status")
 }
