@@ -152,15 +152,15 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Checked is a Config that passed [Config.Validate], for [StepInto]. A
-// controller checks its configuration once, when it starts, and steps every
-// machine with the result; StepInto then does not check the configuration
-// again at every step, as [Step] does. A Checked holds its own copy of the
+// Checked is a Config that passed [Config.Validate], for [StepInto] and
+// [StepOn]. A controller checks its configuration once, when it starts, and
+// steps every machine with the result; they then do not check the
+// configuration again at every step, as [Step] does. A Checked holds its own copy of the
 // Config, NodeConditions included, so changing the Config afterwards does
 // not reach it; it is read-only and may be shared by any number of workers.
 //
-// The zero Checked holds no configuration: StepInto refuses it with rule
-// input.invalid-config, as Step refuses an invalid Config.
+// The zero Checked holds no configuration: StepInto and StepOn refuse it
+// with rule input.invalid-config, as Step refuses an invalid Config.
 type Checked struct {
 	cfg Config
 	pre derived

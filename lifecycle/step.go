@@ -49,8 +49,8 @@ func StepInto(d *Decision, cfg *Checked, in *Input) {
 // A pass steps one machine several times: each step after the first needs
 // the status the previous one decided (once saved, or when it did not
 // change). StepOn spares copying it out of the decision into the input and
-// back, two 248-byte copies that cost as much as a third of a health step
-// (doc/performance.md). A reconcile may also decode the stored status into
+// back, two 248-byte copies read right after the step wrote them, which
+// cost about a tenth of a health step (doc/performance.md). A reconcile may also decode the stored status into
 // the worker's Decision directly and start with StepOn. After a failed
 // status write the next step must see the status as it was saved: put that
 // in d.Status, or use StepInto.
