@@ -75,38 +75,6 @@ func TestHealthyRunningAllocatesNothing(t *testing.T) {
 	require.Equal(t, lifecycle.RuleHealthy, d.Rule)
 }
 
-func BenchmarkStepCreationHappyPath(b *testing.B) {
-	k := checked(b, lifecycle.DefaultConfig())
-	steps := creationHappyPath(b)
-	var d lifecycle.Decision
-	b.ReportAllocs()
-	for b.Loop() {
-		for i := range steps {
-			lifecycle.StepInto(&d, k, &steps[i])
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(steps)), "ns/step")
-}
-
-func BenchmarkStepHealthyRunning(b *testing.B) {
-	cfg := lifecycle.DefaultConfig()
-	k := checked(b, cfg)
-	in := runningInput()
-	b.Run("value", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = lifecycle.Step(cfg, in)
-		}
-	})
-	b.Run("into", func(b *testing.B) {
-		var d lifecycle.Decision
-		b.ReportAllocs()
-		for b.Loop() {
-			lifecycle.StepInto(&d, k, &in)
-		}
-	})
-}
-
 // A hot update: the UpdateMachine decision and its successful outcome.
 func TestHotUpdateAllocatesNothing(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
