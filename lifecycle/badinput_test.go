@@ -105,6 +105,34 @@ func TestBadInput(t *testing.T) {
 		require.ErrorContains(t, bad.Validate(), "NodeConditions[1] is empty")
 		require.Equal(t, lifecycle.RuleInvalidConfig, step(t, bad, recorded).Rule)
 	})
+	t.Run("a deletion op's outcome for a machine not being deleted", func(t *testing.T) {
+		// Found by the property test: an outcome naming the drain (or the
+		// finalizer's removal) went on to DeleteMachine (or "gone") for an
+		// object whose deletion was never requested.
+		in := deletingInput()
+		in.Node.VolumesAttached = 0
+		d := step(t, cfg, in)
+		for d.OpID.Rule() != lifecycle.RuleDeleteDrain && d.Rule != lifecycle.RuleDeleteDone {
+			in = then(in, d, driverapi.Result{})
+			d = step(t, cfg, in)
+		}
+		require.Equal(t, lifecycle.RuleDeleteDrain, d.OpID.Rule(), d.String())
+		next := then(in, d, driverapi.Result{})
+		next.Object.DeletionTime = time.Time{}
+		got := step(t, cfg, next)
+		require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome), got.String())
+		require.NotEqual(t, driverapi.MethodDelete, got.Call.Method, got.String())
+		require.NotEqual(t, lifecycle.RuleDeleteDrained, got.Rule)
+
+		// The same op claiming no effect (the count is the OpID's low
+		// byte): no decision has such an OpID.
+		zero := then(in, d, driverapi.Result{})
+		zero.Outcome.OpID &^= 0xff
+		zero.Outcome.Ran = 0
+		got = step(t, cfg, zero)
+		require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome), got.String())
+		require.NotEqual(t, lifecycle.RuleDeleteDrained, got.Rule)
+	})
 	t.Run("driver code outside 0..17 is undecodable", func(t *testing.T) {
 		in := newInput()
 		d := step(t, cfg, in)

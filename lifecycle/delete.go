@@ -529,6 +529,12 @@ func (r Rule) handlesWrites() bool {
 	return false
 }
 
+// ofDeletion reports whether r's op belongs to the deletion flow, whose
+// outcomes only a machine being deleted can report.
+func (r Rule) ofDeletion() bool {
+	return r.handlesWrites() || r == RuleDeleteLookup || r == RuleDeleteVM
+}
+
 // onWrites decides on the outcome of an op of API writes that needs its own
 // handling.
 func (x *decider) onWrites(r Rule, o *Outcome) {

@@ -210,11 +210,19 @@ func (x *decider) outcome() bool {
 		return false
 	}
 	n := o.OpID.Effects()
-	if o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK) {
+	if n == 0 || o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK) {
+		// A decision's OpID always counts at least one effect.
 		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
 	rule := o.OpID.Rule()
+	if rule.ofDeletion() && !x.deleting() {
+		// An op of the deletion flow for an object whose deletion was
+		// never requested (a deletion time, once set, stays): it cannot
+		// be this machine's, and carrying it on would delete the machine.
+		x.anomaly(AnomalyBadOutcome)
+		return false
+	}
 	r := &o.Result
 	if o.Ran < n {
 		if rule.handlesWrites() {
