@@ -133,6 +133,26 @@ func TestBadInput(t *testing.T) {
 		require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome), got.String())
 		require.NotEqual(t, lifecycle.RuleDeleteDrained, got.Rule)
 	})
+	t.Run("a creation answer for a machine with a recorded instance", func(t *testing.T) {
+		// An outcome of the lookup or of CreateMachine, whose sequence
+		// number matches, for a Running machine: carried on, it recorded
+		// the instance it names over the machine's own.
+		for _, op := range []struct {
+			rule   lifecycle.Rule
+			method driverapi.Method
+		}{{lifecycle.RuleCreateLookup, driverapi.MethodGetStatus}, {lifecycle.RuleCreateVMNotFound, driverapi.MethodCreate}} {
+			in := runningInput()
+			// The OpID packs the sequence number, the rule and the number
+			// of effects (decision.go); no decision emits this one here.
+			in.Outcome = &lifecycle.Outcome{OpID: lifecycle.OpID(uint64(in.Status.Seq)<<24 | uint64(op.rule)<<8 | 1), Ran: 1,
+				Result: driverapi.Result{Method: op.method, ProviderID: "fake:///eu-1/vm-other", NodeName: "node-other"}}
+			got := step(t, cfg, in)
+			require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome), "%s: %s", op.rule, got.String())
+			require.Equal(t, in.Status.ProviderID, got.Status.ProviderID, op.rule.String())
+			require.Equal(t, lifecycle.StageNone, got.Status.Stage, op.rule.String())
+			require.NotEqual(t, driverapi.MethodInitialize, got.Call.Method, op.rule.String())
+		}
+	})
 	t.Run("driver code outside 0..17 is undecodable", func(t *testing.T) {
 		in := newInput()
 		d := step(t, cfg, in)

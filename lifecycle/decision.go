@@ -162,8 +162,9 @@ const (
 	// expects (a late or duplicate result); it was ignored.
 	AnomalyStaleOutcome
 	// AnomalyBadOutcome: the Outcome contradicts its OpID (more effects ran
-	// than were asked, an OpID of no effect, a result of another method, or
-	// an op of the deletion flow for a machine not being deleted); it was
+	// than were asked, an OpID of no effect, a result of another method, an
+	// op of the deletion flow for a machine not being deleted, or a lookup
+	// or creation answer for a machine whose instance is recorded); it was
 	// ignored.
 	AnomalyBadOutcome
 	// AnomalyUnknownCode: the driver answered with a code outside 0..17;

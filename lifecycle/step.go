@@ -248,6 +248,14 @@ func (x *decider) outcome() bool {
 		// within the pass: see running).
 		return false
 	}
+	if x.st.ProviderID != "" && (rule == RuleCreateVMNotFound ||
+		rule == RuleCreateLookup && x.st.Stage != StageInitializing) {
+		// CreateMachine, and the lookup but during initialization, are
+		// asked only while no instance is recorded: carrying the answer
+		// on would record another instance over the machine's own.
+		x.anomaly(AnomalyBadOutcome)
+		return false
+	}
 	if x.in.Observer.Degraded && !x.deleting() {
 		// The observer turned degraded while the driver was asked: nothing
 		// is concluded now (D4); the question is asked again once it
