@@ -76,9 +76,9 @@ func (x *decider) wait(w WaitFor, since, until Stamp) {
 
 // put appends an effect of kind k and returns it, for the caller to set
 // its other fields: put zeroes the slot, which may still hold an effect of
-// the previous decision (see Decision.reset). Filling the slot
-// in place, rather than passing an Effect by value, spares copying 80 bytes
-// twice per effect. When the list is full, put records AnomalyEffectsFull
+// the previous decision (see Decision.reset). Filling the slot in place,
+// rather than passing an Effect by value, spares copying 80 bytes twice
+// per effect. When the list is full, put records AnomalyEffectsFull
 // and returns a scratch effect that is dropped.
 func (x *decider) put(k Kind) *Effect {
 	e := &x.d.Effects
@@ -219,7 +219,6 @@ func (x *decider) retryLater() {
 func (x *decider) node() *Node {
 	n := &x.in.Node
 	if n.Name == "" { // !n.Found(), without copying the Node
-
 		return nil
 	}
 	if n.ProviderID != "" && x.st.ProviderID != "" && n.ProviderID != x.st.ProviderID {
