@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/purelifecycle/machine/retry"
@@ -188,9 +189,7 @@ func (c Config) Check() (Checked, error) {
 		return Checked{}, err
 	}
 	k := Checked{cfg: c, pre: derive(&c)}
-	if c.NodeConditions != nil {
-		k.cfg.NodeConditions = append(make([]string, 0, len(c.NodeConditions)), c.NodeConditions...)
-	}
+	k.cfg.NodeConditions = slices.Clone(c.NodeConditions)
 	return k, nil
 }
 
@@ -198,9 +197,7 @@ func (c Config) Check() (Checked, error) {
 // the zero Checked). Changing it does not change k.
 func (k *Checked) Config() Config {
 	c := k.cfg
-	if c.NodeConditions != nil {
-		c.NodeConditions = append(make([]string, 0, len(c.NodeConditions)), c.NodeConditions...)
-	}
+	c.NodeConditions = slices.Clone(c.NodeConditions)
 	return c
 }
 
