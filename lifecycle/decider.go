@@ -79,13 +79,14 @@ func (x *decider) wait(w WaitFor, since, until Stamp) {
 // the previous decision (see Decision.reset). Filling the slot in place,
 // rather than passing an Effect by value, spares copying 80 bytes twice
 // per effect. When the list is full, put records AnomalyEffectsFull
-// and returns a scratch effect that is dropped.
+// and returns a scratch effect that is dropped (allocated: no decision of
+// the flows comes near the limit, and a scratch slot in the decider would
+// be zeroed at every step).
 func (x *decider) put(k Kind) *Effect {
 	e := &x.d.Effects
 	if int(e.n) >= MaxEffects {
 		x.anomaly(AnomalyEffectsFull)
-		x.spare = Effect{}
-		return &x.spare
+		return new(Effect)
 	}
 	p := &e.list[e.n]
 	e.n++

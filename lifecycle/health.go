@@ -33,7 +33,7 @@ func (x *decider) health() {
 		x.changed = true
 		x.rule(RuleHealthConditions)
 	}
-	healthy := found && x.healthy(n.Conditions)
+	healthy := found && conditionsHealthy(n.Conditions, x.cfg.nodeConditions(&x.in.Object))
 	switch {
 	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
 		st.Phase != phase.InPlaceUpdateFailed &&
@@ -81,23 +81,23 @@ func (x *decider) health() {
 // that is not True, and none of the configured types with a status other
 // than False. Without conditions a node is not healthy.
 func (x *decider) healthy(conds []Condition) bool {
-	if len(conds) == 0 {
-		return false
-	}
-	watched := x.cfg.nodeConditions(&x.in.Object)
+	return conditionsHealthy(conds, x.cfg.nodeConditions(&x.in.Object))
+}
+
+// conditionsHealthy is healthy with the watched condition types given;
+// health calls it directly, which inlines the loop there.
+func conditionsHealthy(conds []Condition, watched []string) bool {
 	for i := range conds {
 		c := &conds[i]
 		if c.Type == ConditionReady {
 			if c.Status != ConditionTrue {
 				return false
 			}
-			continue
-		}
-		if c.Status != ConditionFalse && contains(watched, c.Type) {
+		} else if c.Status != ConditionFalse && contains(watched, c.Type) {
 			return false
 		}
 	}
-	return true
+	return len(conds) > 0
 }
 
 func contains(list []string, s string) bool {
@@ -147,8 +147,10 @@ func (x *decider) becomeRunning() {
 	set(x, &st.RetryAfter, 0)
 	if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
 		x.rule(RuleHealthJoined)
-		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
-			Elapsed: x.elapsed(StampOf(x.in.Object.CreationTime))})
+		// The state differs, so the operation does: set without comparing.
+		st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
+			Elapsed: x.elapsed(StampOf(x.in.Object.CreationTime))}
+		x.changed = true
 	} else {
 		x.rule(RuleHealthRejoined)
 		x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined})

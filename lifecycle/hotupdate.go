@@ -25,6 +25,11 @@ func (x *decider) sync() {
 		// The node is brought in line first; the provider is asked next.
 		return
 	}
+	x.syncProvider()
+}
+
+// syncProvider is sync once the node is in line: an update, else metadata.
+func (x *decider) syncProvider() {
 	if x.hotUpdate() {
 		return
 	}

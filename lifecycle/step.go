@@ -97,7 +97,28 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	x.pre = pre
 	x.now = StampOf(in.Now)
 	x.run()
-	x.finish()
+
+	// Seal the decision: the object ensure-effects first, the sequence
+	// number, the op ID, and a positive requeue.
+	if x.ensure && !x.deleting() && !x.objectInLine() {
+		x.ensureObject()
+	}
+	if x.changed {
+		d.Status.Seq++
+		d.Changed = true
+	}
+	if n := d.Effects.Len(); n > 0 {
+		r := x.opRule
+		if r == RuleNone {
+			r = d.Rule
+		}
+		d.OpID = newOpID(d.Status.Seq, r, n)
+	}
+	if d.Requeue <= 0 && !x.gone {
+		// Every pass ends with a positive requeue; a path that forgot one
+		// gets the short period rather than being forgotten.
+		d.Requeue, d.Period = retry.Short, retry.Short
+	}
 }
 
 // decider holds one step's inputs and the decision being built. Every
@@ -123,8 +144,6 @@ type decider struct {
 	// pre is derived from cfg: by Step at every step, by Config.Check once
 	// for StepInto.
 	pre *derived
-	// spare takes the fields of an effect that did not fit (see put).
-	spare Effect
 }
 
 // run validates the input, consumes the outcome, and dispatches.
@@ -152,44 +171,16 @@ func (x *decider) run() {
 		x.requeue(retry.Long)
 		return
 	}
-	if x.outcome() {
+	if x.in.Outcome != nil && x.outcome() {
 		return
 	}
 	x.dispatch()
 }
 
-// finish seals the decision: object ensure-effects first, sequence number,
-// op ID, and a positive requeue.
-func (x *decider) finish() {
-	d := x.d
-	if x.ensure && !x.deleting() {
-		x.ensureObject()
-	}
-	if x.changed {
-		x.st.Seq++
-		d.Changed = true
-	}
-	if n := d.Effects.Len(); n > 0 {
-		r := x.opRule
-		if r == RuleNone {
-			r = d.Rule
-		}
-		d.OpID = newOpID(x.st.Seq, r, n)
-	}
-	if d.Requeue <= 0 && !x.gone {
-		// Every pass ends with a positive requeue; a path that forgot one
-		// gets the short period rather than being forgotten.
-		d.Requeue, d.Period = retry.Short, retry.Short
-	}
-}
-
-// outcome consumes Input.Outcome. It reports whether it decided; when it
-// did not, the caller decides afresh.
+// outcome consumes Input.Outcome, which is not nil. It reports whether it
+// decided; when it did not, the caller decides afresh.
 func (x *decider) outcome() bool {
 	o := x.in.Outcome
-	if o == nil {
-		return false
-	}
 	switch o.Persist {
 	case WriteOK:
 	case WriteConflict:
@@ -405,6 +396,17 @@ func (x *decider) idle() {
 // deleting reports whether deletion was requested.
 func (x *decider) deleting() bool { return !x.in.Object.DeletionTime.IsZero() }
 
+// objectInLine reports whether the object needs none of the ensure-effects
+// (see ensureObject): the common case, checked without a call.
+func (x *decider) objectInLine() bool {
+	o, st := &x.in.Object, x.st
+	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
+		return o.Finalizer
+	}
+	return o.Finalizer && o.Priority != "" && o.ProviderID == st.ProviderID &&
+		(x.cfg.NoTargetCluster || st.NodeName == "" || o.NodeLabel == st.NodeName)
+}
+
 // ensureObject puts the object ensure-effects for whatever still differs
 // from the final status in front of the decision's other effects: the
 // finalizer, and once an instance is recorded the node label, the priority
@@ -414,19 +416,6 @@ func (x *decider) deleting() bool { return !x.in.Object.DeletionTime.IsZero() }
 func (x *decider) ensureObject() {
 	o, st := &x.in.Object, x.st
 	recorded := st.ProviderID != "" && !st.Flags.Has(FlagStaleInstance)
-	if o.Finalizer && (!recorded || (o.Priority != "" && o.ProviderID == st.ProviderID &&
-		(x.cfg.NoTargetCluster || st.NodeName == "" || o.NodeLabel == st.NodeName))) {
-		return // the common case: nothing to ensure
-	}
-	x.ensureObjectEffects(recorded)
-}
-
-// ensureObjectEffects is ensureObject's uncommon case, apart so that the
-// common one needs no stack frame for the effects.
-//
-//go:noinline
-func (x *decider) ensureObjectEffects(recorded bool) {
-	o, st := &x.in.Object, x.st
 	var buf [4]Effect
 	n := 0
 	if !o.Finalizer {

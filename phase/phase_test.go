@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,12 +65,20 @@ func TestEdgesAgreeWithAllowed(t *testing.T) {
 		require.Equal(t, e.Why, Why(e.From, e.To))
 		declared[[2]Phase{e.From, e.To}] = true
 	}
+	var low, high uint64 // the bit matrix of allowedLow and allowedHigh
 	for _, from := range All() {
 		for _, to := range All() {
 			want := from == to || declared[[2]Phase{from, to}]
-			require.Equal(t, want, Allowed(from, to), "%s -> %s", from.Label(), to.Label())
+			if i := uint(from)*Count + uint(to); want && i < 64 {
+				low |= 1 << i
+			} else if want {
+				high |= 1 << (i - 64)
+			}
+			assert.Equal(t, want, Allowed(from, to), "%s -> %s", from.Label(), to.Label())
 		}
 	}
+	require.Equal(t, [2]uint64{allowedLow, allowedHigh}, [2]uint64{low, high},
+		"allowedLow, allowedHigh = %#016x, %#016x", low, high)
 }
 
 func TestDeclaredEdges(t *testing.T) {
