@@ -96,7 +96,30 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
 	x.pre = pre
 	x.now = StampOf(in.Now)
-	x.run()
+
+	// Validate the input, consume the outcome, and dispatch.
+	o, st := &in.Object, &d.Status
+	switch {
+	case o.Name == "" && o.UID == "":
+		x.gone = true
+		x.rule(RuleNoMachine)
+	case o.Name == "" || o.UID == "":
+		x.rule(RuleInvalidObject)
+		x.requeue(retry.Long)
+	case !pre.valid:
+		x.rule(RuleInvalidConfig)
+		x.requeue(retry.Long)
+	case x.now == 0:
+		x.rule(RuleZeroNow)
+		x.requeue(retry.Short)
+	case !st.Phase.Valid() || !st.Stage.Valid() || st.Flags&^flagsKnown != 0:
+		x.rule(RuleInvalidStatus)
+		x.requeue(retry.Long)
+	case in.Outcome != nil && x.outcome():
+		// The outcome decided.
+	default:
+		x.dispatch()
+	}
 
 	// Seal the decision: the object ensure-effects first, the sequence
 	// number, the op ID, and a positive requeue.
@@ -144,37 +167,6 @@ type decider struct {
 	// pre is derived from cfg: by Step at every step, by Config.Check once
 	// for StepInto.
 	pre *derived
-}
-
-// run validates the input, consumes the outcome, and dispatches.
-func (x *decider) run() {
-	o := &x.in.Object
-	switch {
-	case o.Name == "" && o.UID == "":
-		x.gone = true
-		x.rule(RuleNoMachine)
-		return
-	case o.Name == "" || o.UID == "":
-		x.rule(RuleInvalidObject)
-		x.requeue(retry.Long)
-		return
-	case !x.pre.valid:
-		x.rule(RuleInvalidConfig)
-		x.requeue(retry.Long)
-		return
-	case x.now == 0:
-		x.rule(RuleZeroNow)
-		x.requeue(retry.Short)
-		return
-	case !x.st.Phase.Valid() || !x.st.Stage.Valid() || x.st.Flags&^flagsKnown != 0:
-		x.rule(RuleInvalidStatus)
-		x.requeue(retry.Long)
-		return
-	}
-	if x.in.Outcome != nil && x.outcome() {
-		return
-	}
-	x.dispatch()
 }
 
 // outcome consumes Input.Outcome, which is not nil. It reports whether it
