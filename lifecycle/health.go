@@ -37,8 +37,38 @@ func (x *decider) health() {
 	switch {
 	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
 		st.Phase != phase.InPlaceUpdateFailed &&
-		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)):
-		x.becomeRunning()
+		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)) &&
+		st.ProviderID != "" && !st.Stage.creating():
+		// H3: the node is healthy; never Running without a recorded
+		// instance that was initialized (the startup taint stays on its
+		// node, seed 001). The first join completes the creation
+		// (LastOperation Create Successful with the join time); any later
+		// one is a re-join. (Written out here, not in a function of its own:
+		// the call and its spills were a thirtieth of a join.)
+		from := st.Phase
+		if !x.setPhase(phase.Running) {
+			break
+		}
+		x.becameRunning = from != phase.Running
+		// A replacement grant or a failed confirmation ends with the
+		// recovery.
+		set(x, &st.Flags, st.Flags&^FlagGranted)
+		set(x, &st.Failures.Health, 0)
+		set(x, &st.RetryAfter, 0)
+		if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
+			x.rule(RuleHealthJoined)
+			// The state differs, so the operation does: set without
+			// comparing.
+			st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
+				Elapsed: x.elapsed(StampOf(x.in.Object.CreationTime))}
+			x.changed = true
+		} else {
+			x.rule(RuleHealthRejoined)
+			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined})
+		}
+		if from != phase.Running {
+			x.event(x.d.Rule, false)
+		}
 	case found && !healthy && st.Phase == phase.Running:
 		// H4: the node is unhealthy.
 		x.rule(RuleHealthUnhealthy)
@@ -89,11 +119,13 @@ func (x *decider) healthy(conds []Condition) bool {
 func conditionsHealthy(conds []Condition, watched []string) bool {
 	for i := range conds {
 		c := &conds[i]
-		if c.Type == ConditionReady {
+		switch {
+		case c.Type == ConditionReady:
 			if c.Status != ConditionTrue {
 				return false
 			}
-		} else if c.Status != ConditionFalse && contains(watched, c.Type) {
+		case c.Status == ConditionFalse:
+		case contains(watched, c.Type):
 			return false
 		}
 	}
@@ -124,40 +156,6 @@ func sameConditions(a, b []Condition) bool {
 		}
 	}
 	return true
-}
-
-// becomeRunning is H3: the node is healthy. The first join completes the
-// creation (LastOperation Create Successful with the join time); any later
-// one is a re-join.
-func (x *decider) becomeRunning() {
-	st := x.st
-	from := st.Phase
-	if st.ProviderID == "" || st.Stage.creating() {
-		// Never Running without a recorded instance that was initialized:
-		// the startup taint stays on its node (seed 001).
-		return
-	}
-	if !x.setPhase(phase.Running) {
-		return
-	}
-	x.becameRunning = from != phase.Running
-	// A replacement grant or a failed confirmation ends with the recovery.
-	set(x, &st.Flags, st.Flags&^FlagGranted)
-	set(x, &st.Failures.Health, 0)
-	set(x, &st.RetryAfter, 0)
-	if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
-		x.rule(RuleHealthJoined)
-		// The state differs, so the operation does: set without comparing.
-		st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
-			Elapsed: x.elapsed(StampOf(x.in.Object.CreationTime))}
-		x.changed = true
-	} else {
-		x.rule(RuleHealthRejoined)
-		x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined})
-	}
-	if from != phase.Running {
-		x.event(x.d.Rule, false)
-	}
 }
 
 // running brings the node of a Running machine in line: the startup taint
