@@ -463,11 +463,13 @@ func pickPercent(r *rand.Rand) int {
 }
 
 func randomKey(r *rand.Rand) string {
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		return ""
 	case 1:
 		return fmt.Sprintf("machine-uid-%d", r.IntN(1_000_000))
+	case 2: // a Kubernetes UID: 36 bytes, jitterHash's unrolled case
+		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<16), r.IntN(1<<16), r.Int64N(1<<48))
 	default:
 		b := make([]byte, r.IntN(48))
 		for i := range b {
