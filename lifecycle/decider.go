@@ -222,7 +222,7 @@ func (x *decider) node() *Node {
 	if n.Name == "" { // !n.Found(), without copying the Node
 		return nil
 	}
-	if n.ProviderID != "" && x.st.ProviderID != "" && n.ProviderID != x.st.ProviderID {
+	if n.ProviderID != x.st.ProviderID && n.ProviderID != "" && x.st.ProviderID != "" {
 		x.anomaly(AnomalyForeignNode)
 		return nil
 	}

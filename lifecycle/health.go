@@ -174,22 +174,25 @@ func (x *decider) running(n *Node) {
 		// outcome and emits them again while the observation shows them.
 		return
 	}
+	before := x.d.Effects.Len()
 	if n != nil {
 		if n.Taints.Has(InstanceNotReady) {
-			x.syncRule()
 			x.nodeEffect(KindRemoveTaint, n.Name, TaintInstanceNotReady, "")
 		}
 		if n.MachineName != x.in.Object.Name {
-			x.syncRule()
 			x.nodeEffect(KindLabelNode, n.Name, MachineNameLabel, x.in.Object.Name)
 		}
 	}
 	if x.in.TokenExists {
-		x.syncRule()
 		x.put(KindDeleteBootstrapToken).Value = x.in.Object.Name
+	}
+	if x.d.Effects.Len() != before {
+		x.syncRule()
 	}
 }
 
+// syncRule names the sync of the node (health.sync) as the rule of a
+// healthy pass that emitted node or token writes.
 func (x *decider) syncRule() {
 	if x.d.Rule == RuleHealthy || x.d.Rule == RuleHealthConditions {
 		x.rule(RuleHealthSync)

@@ -396,7 +396,7 @@ func (x *decider) objectInLine() bool {
 		return o.Finalizer
 	}
 	return o.Finalizer && o.Priority != "" && o.ProviderID == st.ProviderID &&
-		(x.cfg.NoTargetCluster || st.NodeName == "" || o.NodeLabel == st.NodeName)
+		(o.NodeLabel == st.NodeName || st.NodeName == "" || x.cfg.NoTargetCluster)
 }
 
 // ensureObject puts the object ensure-effects for whatever still differs
