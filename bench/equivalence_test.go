@@ -163,7 +163,6 @@ func TestAssembleSetsEveryField(t *testing.T) {
 	f := fixture(t)
 	src := f.fresh()
 	junk := f.In[Failed]
-	junk.CreatedNode = f.Healthy
 	junk.NodeReadFailed = true
 	junk.VolumeAttachments = 3
 	junk.TokenExists = !src.TokenExists

@@ -195,8 +195,8 @@ func TestDeviationNoRunningBeforeInitialization(t *testing.T) {
 func TestDeviationStaleInstanceDeletedUntilConfirmed(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()
-	in.CreatedNode = lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"}
-	ds := run(t, cfg, in, notFound, ok(providerID, "old-node"), fail(driverapi.Unavailable, "busy"))
+	old := lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"}
+	ds := runCreated(t, cfg, in, old, notFound, ok(providerID, "old-node"), fail(driverapi.Unavailable, "busy"))
 	d := ds[len(ds)-1]
 	require.Equal(t, lifecycle.RuleCreateStaleNode, d.Rule)
 	require.True(t, d.Status.Flags.Has(lifecycle.FlagStaleInstance))
@@ -205,7 +205,6 @@ func TestDeviationStaleInstanceDeletedUntilConfirmed(t *testing.T) {
 
 	// An early reconcile waits for the retry time; a later one deletes again.
 	later := in
-	later.CreatedNode = lifecycle.Node{}
 	later.Status = d.Status
 	later.Now = in.Now.Add(time.Second)
 	require.Equal(t, driverapi.MethodNone, step(t, cfg, later).Call.Method)

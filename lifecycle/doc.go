@@ -36,8 +36,8 @@
 //     Result}: the decision's OpID, how many effects ran, the result of the
 //     write that stopped it, and the driver's result. Report successes too:
 //     the lifecycle learns that an effect was carried out only from its
-//     outcome, never by guessing. Fill Input.CreatedNode when the result is
-//     a CreateMachine's.
+//     outcome, never by guessing. Fill Outcome.CreatedNode when the result
+//     is a CreateMachine's.
 //  4. Repeat until a decision neither changed the status nor has effects
 //     ([Decision.Done]), at most [MaxStepsPerPass] steps in one pass; then
 //     requeue the machine after the last decision's [Decision.Requeue]. The

@@ -181,6 +181,16 @@ func then(in lifecycle.Input, d lifecycle.Decision, r driverapi.Result) lifecycl
 	return in
 }
 
+// thenCreated is then with the node created when the result is a
+// CreateMachine's that names it.
+func thenCreated(in lifecycle.Input, d lifecycle.Decision, r driverapi.Result, created lifecycle.Node) lifecycle.Input {
+	in = then(in, d, r)
+	if o := in.Outcome; o.Result.Method == driverapi.MethodCreate && created.Found() && created.Name == o.Result.NodeName {
+		o.CreatedNode = created
+	}
+	return in
+}
+
 // applyObjectEffects plays the object ensure-effects onto the object, as
 // the shell's own write would return it.
 func applyObjectEffects(o *lifecycle.Object, d lifecycle.Decision) {
@@ -253,9 +263,16 @@ func assertDecision(t *testing.T, w want, d lifecycle.Decision) {
 // of the previous decision, returning every decision.
 func run(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, results ...driverapi.Result) []lifecycle.Decision {
 	t.Helper()
+	return runCreated(t, cfg, in, lifecycle.Node{}, results...)
+}
+
+// runCreated is run for a shell that finds created, a node of the target
+// cluster, when a CreateMachine result names it (Outcome.CreatedNode).
+func runCreated(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, created lifecycle.Node, results ...driverapi.Result) []lifecycle.Decision {
+	t.Helper()
 	ds := []lifecycle.Decision{step(t, cfg, in)}
 	for _, r := range results {
-		in = then(in, ds[len(ds)-1], r)
+		in = thenCreated(in, ds[len(ds)-1], r, created)
 		ds = append(ds, step(t, cfg, in))
 	}
 	return ds
@@ -263,8 +280,14 @@ func run(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, results ...driv
 
 // lastInput returns the input of the last step run would make.
 func lastInput(in lifecycle.Input, ds []lifecycle.Decision, results ...driverapi.Result) lifecycle.Input {
+	return lastInputCreated(in, lifecycle.Node{}, ds, results...)
+}
+
+// lastInputCreated returns the input of the last step runCreated would
+// make.
+func lastInputCreated(in lifecycle.Input, created lifecycle.Node, ds []lifecycle.Decision, results ...driverapi.Result) lifecycle.Input {
 	for i, r := range results {
-		in = then(in, ds[i], r)
+		in = thenCreated(in, ds[i], r, created)
 	}
 	return in
 }

@@ -121,7 +121,7 @@ func (w *machineWorld) pass() {
 		in = w.input()
 		in.Status, in.Outcome = d.Status, out
 		if d.Call.Method == driverapi.MethodCreate && w.node.Name == out.Result.NodeName && out.Result.NodeName != "" {
-			in.CreatedNode = in.Node
+			out.CreatedNode = in.Node
 		}
 	}
 }

@@ -20,6 +20,9 @@ type rowCase struct {
 	cfg     func(*lifecycle.Config)
 	in      func() lifecycle.Input
 	results []driverapi.Result
+	// created is the node the shell finds when a CreateMachine result
+	// names it (Outcome.CreatedNode); zero for none.
+	created lifecycle.Node
 	want    want
 	check   func(t *testing.T, in lifecycle.Input, d lifecycle.Decision)
 }
@@ -33,11 +36,11 @@ func runRows(t *testing.T, cases []rowCase) {
 				tc.cfg(&cfg)
 			}
 			in := tc.in()
-			ds := run(t, cfg, in, tc.results...)
+			ds := runCreated(t, cfg, in, tc.created, tc.results...)
 			d := ds[len(ds)-1]
 			assertDecision(t, tc.want, d)
 			if tc.check != nil {
-				tc.check(t, lastInput(in, ds, tc.results...), d)
+				tc.check(t, lastInputCreated(in, tc.created, ds, tc.results...), d)
 			}
 		})
 	}
@@ -142,11 +145,8 @@ func TestCreationRowsPhaseA(t *testing.T) {
 		},
 		{
 			name: "A5 created on a stale node (another providerID): Failed, instance deleted",
-			in: func() lifecycle.Input {
-				in := fresh()
-				in.CreatedNode = lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"}
-				return in
-			},
+			in:      fresh,
+			created: lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"},
 			results: []driverapi.Result{notFound, ok(providerID, "old-node")},
 			want: want{rule: lifecycle.RuleCreateStaleNode, phase: phase.Failed, period: retry.Short, changed: true,
 				op: op{lastop.TypeCreate, lastop.StateFailed, "", "VM using old node obj"},
@@ -155,11 +155,8 @@ func TestCreationRowsPhaseA(t *testing.T) {
 		},
 		{
 			name: "A5 not stale when the node carries the created providerID (deviation: compare providerIDs, critique d.4)",
-			in: func() lifecycle.Input {
-				in := fresh()
-				in.CreatedNode = lifecycle.Node{Name: nodeName, ProviderID: providerID}
-				return in
-			},
+			in:      fresh,
+			created: lifecycle.Node{Name: nodeName, ProviderID: providerID},
 			results: []driverapi.Result{notFound, ok(providerID, nodeName)},
 			want: want{rule: lifecycle.RuleCreateCreated, period: retry.Short, changed: true,
 				effects: append(append([]string{}, identityEffects...), initCall)},

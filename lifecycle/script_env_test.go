@@ -198,9 +198,11 @@ func (e *scriptEnv) input() lifecycle.Input {
 		in.Node = n.view()
 		in.VolumeAttachments = n.attachments
 	}
-	if e.created != "" {
+	if e.created != "" && in.Outcome != nil {
 		if n := e.nodeNamed(e.created); n != nil {
-			in.CreatedNode = n.view()
+			o := *in.Outcome // the pending outcome stays as recorded
+			o.CreatedNode = n.view()
+			in.Outcome = &o
 		}
 	}
 	return in

@@ -62,7 +62,6 @@ func (w *shard) nodeView(i int32) lifecycle.Node {
 func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	m := &w.machines[mi]
 	in.Now = tm(now)
-	in.CreatedNode = lifecycle.Node{}
 	in.Outcome = nil
 	in.Problem = lifecycle.ProblemNone
 	in.Observer = w.observer

@@ -103,7 +103,7 @@ func (w *shard) pass(mi int32) {
 		in.Outcome = out
 		if d.Call.Method == driverapi.MethodCreate && out.Ran == len(effects) && out.Result.NodeName != "" {
 			if i := w.nodeNamed(out.Result.NodeName); i >= 0 {
-				in.CreatedNode = w.nodeView(i)
+				out.CreatedNode = w.nodeView(i)
 			}
 		}
 	}

@@ -124,7 +124,7 @@ func Reconcile(ctx context.Context, cfg *lifecycle.Checked, w World, drv drivera
 		in.Status = status
 		in.Outcome = out
 		if d.Call.Method == driverapi.MethodCreate && out.Ran == d.Effects.Len() && out.Result.NodeName != "" {
-			in.CreatedNode = w.NodeNamed(out.Result.NodeName)
+			out.CreatedNode = w.NodeNamed(out.Result.NodeName)
 		}
 	}
 	// 4. Requeue after the last decision's period.

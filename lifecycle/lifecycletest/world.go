@@ -139,8 +139,10 @@ func (s *wState) input() lifecycle.Input {
 	}
 	if o := s.outcome; o != nil && o.Result.Method == driverapi.MethodCreate && o.Result.NodeName == wNode {
 		// The node the CreateMachine result names, for the stale-node
-		// check (MCM A5).
-		in.CreatedNode = in.Node
+		// check (MCM A5), on a copy: the state's outcome stays as fed.
+		withNode := *o
+		withNode.CreatedNode = in.Node
+		in.Outcome = &withNode
 	}
 	return in
 }

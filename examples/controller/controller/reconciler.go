@@ -170,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		in.Grant = grant
 		in.Outcome = out
 		if d.Call.Method == driverapi.MethodCreate && out.Ran == d.Effects.Len() && out.Result.NodeName != "" {
-			in.CreatedNode = r.nodeNamed(ctx, out.Result.NodeName)
+			out.CreatedNode = r.nodeNamed(ctx, out.Result.NodeName)
 		}
 	}
 	// 4. Requeue after the last decision's period.
