@@ -144,7 +144,7 @@ func TestCreationRowsPhaseA(t *testing.T) {
 			},
 		},
 		{
-			name: "A5 created on a stale node (another providerID): Failed, instance deleted",
+			name:    "A5 created on a stale node (another providerID): Failed, instance deleted",
 			in:      fresh,
 			created: lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"},
 			results: []driverapi.Result{notFound, ok(providerID, "old-node")},
@@ -154,7 +154,7 @@ func TestCreationRowsPhaseA(t *testing.T) {
 					"call DeleteMachine machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1"}},
 		},
 		{
-			name: "A5 not stale when the node carries the created providerID (deviation: compare providerIDs, critique d.4)",
+			name:    "A5 not stale when the node carries the created providerID (deviation: compare providerIDs, critique d.4)",
 			in:      fresh,
 			created: lifecycle.Node{Name: nodeName, ProviderID: providerID},
 			results: []driverapi.Result{notFound, ok(providerID, nodeName)},
