@@ -368,7 +368,11 @@ func (x *decider) addAddresses(addrs []driverapi.Address) {
 // node joined before CreateMachine returned as stale; the lifecycle compares
 // providerIDs, and a node without one is not proven stale.
 func (x *decider) stale(r *driverapi.Result) bool {
-	n := &x.in.Outcome.CreatedNode // r is this outcome's Result
+	o := x.in.Outcome // r is its Result
+	if o == nil {
+		return false
+	}
+	n := &o.CreatedNode
 	return !x.cfg.NoTargetCluster && n.Found() && n.Name == r.NodeName &&
 		n.ProviderID != "" && r.ProviderID != "" && n.ProviderID != r.ProviderID
 }
