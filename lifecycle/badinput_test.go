@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
@@ -152,6 +153,44 @@ func TestBadInput(t *testing.T) {
 			require.Equal(t, lifecycle.StageNone, got.Status.Stage, op.rule.String())
 			require.NotEqual(t, driverapi.MethodInitialize, got.Call.Method, op.rule.String())
 		}
+	})
+	t.Run("an answer of an op the status could not have asked", func(t *testing.T) {
+		// Outcomes whose sequence number matches, with the op of another
+		// flow: carried on, the first set the applied generation of a
+		// machine not Running, the second decided a health timeout for a
+		// Running machine, the third initialized a machine past creation.
+		pending := withIdentity(newInput(), phase.Pending)
+		for _, tc := range []struct {
+			name   string
+			in     lifecycle.Input
+			rule   lifecycle.Rule
+			method driverapi.Method
+		}{
+			{"UpdateMachine for a Pending machine", pending, lifecycle.RuleUpdate, driverapi.MethodUpdate},
+			{"the confirmation of a health timeout for a Running machine", runningInput(), lifecycle.RuleHealthConfirm, driverapi.MethodGetStatus},
+			{"InitializeMachine for a Running machine", runningInput(), lifecycle.RuleCreateCreated, driverapi.MethodInitialize},
+		} {
+			in := tc.in
+			in.Object.UpdateGeneration = 0
+			in.Outcome = &lifecycle.Outcome{OpID: lifecycle.OpID(uint64(in.Status.Seq)<<24 | uint64(tc.rule)<<8 | 1), Ran: 1,
+				Result: driverapi.Result{Method: tc.method, Generation: 7, ProviderID: providerID, NodeName: nodeName}}
+			got := step(t, cfg, in)
+			require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome), "%s: %s", tc.name, got.String())
+			require.Equal(t, in.Status.AppliedGeneration, got.Status.AppliedGeneration, tc.name)
+			require.Equal(t, in.Status.Phase, got.Status.Phase, tc.name)
+			require.NotEqual(t, lifecycle.RuleUpdateApplied, got.Rule, tc.name)
+			require.NotEqual(t, lifecycle.RuleHealthTimeout, got.Rule, tc.name)
+		}
+	})
+	t.Run("a lookup by providerID answered about another instance", func(t *testing.T) {
+		in := adoptedCreating(phase.None, lastop.Operation{}, true)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleCreateLookup, d.OpID.Rule())
+		other := ok("fake:///eu-1/vm-other", "node-other")
+		got := step(t, cfg, then(in, d, other))
+		require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome), got.String())
+		require.Equal(t, providerID, got.Status.ProviderID)
+		require.Equal(t, nodeName, got.Status.NodeName)
 	})
 	t.Run("driver code outside 0..17 is undecodable", func(t *testing.T) {
 		in := newInput()

@@ -173,7 +173,18 @@ func (x *decider) onLookup(r *driverapi.Result) {
 			rule = RuleCreateUninitialized
 		}
 		x.rule(rule)
-		if !x.record(r.ProviderID, r.NodeName, r.Addresses, "") {
+		// A lookup by a recorded providerID answers about that instance
+		// (outcome refuses an answer naming another); a provider that
+		// leaves out the providerID or the node name it knows does not
+		// erase what the status records.
+		pid, node := r.ProviderID, r.NodeName
+		if pid == "" {
+			pid = x.ref().ProviderID
+		}
+		if node == "" {
+			node = x.st.NodeName
+		}
+		if !x.record(pid, node, r.Addresses, "") {
 			return
 		}
 		set(x, &x.st.OwnerUID, r.OwnerUID)

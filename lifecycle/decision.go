@@ -185,6 +185,12 @@ const (
 	// AnomalyMissingStamp: the status lacked the time its phase began; it
 	// was set to now, so the phase's deadlines count from here.
 	AnomalyMissingStamp
+	// AnomalyAdopted: the status lacked the lifecycle's own record of where
+	// the machine is in its flow (a creation or deletion stage, or the
+	// instance of a machine past creation), as another controller such as
+	// MCM leaves it or a lost write of that record does; the step took the
+	// machine over from what the status and the object show.
+	AnomalyAdopted
 )
 
 // Has reports whether every anomaly of b is in a.
@@ -196,7 +202,7 @@ func (a Anomalies) String() string {
 		return "none"
 	}
 	names := [...]string{"clock-behind", "stale-outcome", "bad-outcome", "unknown-code",
-		"empty-identity", "effects-full", "undeclared-transition", "foreign-node", "missing-stamp"}
+		"empty-identity", "effects-full", "undeclared-transition", "foreign-node", "missing-stamp", "adopted"}
 	s := ""
 	for i, n := range names {
 		if a&(1<<i) != 0 {

@@ -90,6 +90,7 @@ func (x *decider) beginDeletion() {
 // machine from cloud provider" (X10: restart).
 func (x *decider) adopt() {
 	st := x.st
+	x.anomaly(AnomalyAdopted)
 	op := st.LastOp
 	step := op.Desc.Step()
 	if op.Desc == lastop.DescUnknown {
@@ -527,12 +528,6 @@ func (r Rule) handlesWrites() bool {
 		return true
 	}
 	return false
-}
-
-// ofDeletion reports whether r's op belongs to the deletion flow, whose
-// outcomes only a machine being deleted can report.
-func (r Rule) ofDeletion() bool {
-	return r.handlesWrites() || r == RuleDeleteLookup || r == RuleDeleteVM
 }
 
 // onWrites decides on the outcome of an op of API writes that needs its own

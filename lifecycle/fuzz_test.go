@@ -27,6 +27,9 @@ func stepProperty(t *rapid.T) {
 	if err := lifecycletest.Check(&cfg, &in, &d); err != nil {
 		t.Fatalf("%v\ninput status: %+v\ndecision: %s", err, in.Status, d.String())
 	}
+	if !lifecycle.OpEmittable(&d, !in.Object.DeletionTime.IsZero()) {
+		t.Fatalf("the decision's own outcome would be refused (ops.go):\n%s", d.String())
+	}
 	// StepInto overwrites whatever decision it is handed: here the decision
 	// of another input, which may hold more effects, a call and a wait.
 	other := lifecycletest.Inputs(cfg).Draw(t, "previous input")

@@ -61,7 +61,16 @@ func TestModelCheck(t *testing.T) {
 func explore(t *testing.T, x lifecycletest.Exploration) lifecycletest.Report {
 	t.Helper()
 	start := time.Now()
+	var refused string
+	x.Observe = func(_ *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision) {
+		if refused == "" && !lifecycle.OpEmittable(d, !in.Object.DeletionTime.IsZero()) {
+			refused = d.String()
+		}
+	}
 	rep, err := lifecycletest.Explore(x)
+	if refused != "" {
+		t.Errorf("a decision whose own outcome would be refused (ops.go):\n%s", refused)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
 )
@@ -199,10 +200,10 @@ func (x *decider) outcome() bool {
 		return false
 	}
 	rule := o.OpID.Rule()
-	if rule.ofDeletion() && !x.deleting() {
-		// An op of the deletion flow for an object whose deletion was
-		// never requested (a deletion time, once set, stays): it cannot
-		// be this machine's, and carrying it on would delete the machine.
+	if (o.Result.Method != driverapi.MethodNone || rule.handlesWrites()) && !rule.emittableAt(x.st, x.deleting()) {
+		// No decision of this op leaves this status (ops.go): a mixed-up
+		// or forged outcome, which carried on would record, create or
+		// delete what no decision asked for.
 		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
@@ -231,11 +232,9 @@ func (x *decider) outcome() bool {
 		// within the pass: see running).
 		return false
 	}
-	if x.st.ProviderID != "" && (rule == RuleCreateVMNotFound ||
-		rule == RuleCreateLookup && x.st.Stage != StageInitializing) {
-		// CreateMachine, and the lookup but during initialization, are
-		// asked only while no instance is recorded: carrying the answer
-		// on would record another instance over the machine's own.
+	if rule == RuleCreateLookup && r.ProviderID != "" && x.ref().ProviderID != "" && r.ProviderID != x.ref().ProviderID {
+		// Asked by the recorded providerID, answered about another
+		// instance: recorded, it would replace the machine's own.
 		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
@@ -326,6 +325,19 @@ func (x *decider) dispatch() {
 		// has a creation stage; anything else is void.
 		x.setStage(StageNone)
 	}
+	if x.creating() && st.Stage == StageNone && st.ProviderID != "" {
+		// Being created, its instance named, no stage: MCM's machine after
+		// its first creation pass or a failed initialization, or the
+		// lifecycle's own after a lost write of its stage. The lookup
+		// moves it on (an instance found settles it, one not initialized
+		// is initialized); after a failed initialization it is
+		// initialized again, whatever the lookup says, as the lifecycle's
+		// own machines are from their stage.
+		x.anomaly(AnomalyAdopted)
+		if st.Phase == phase.CrashLoopBackOff && st.LastOp.Desc == lastop.DescInitFailed {
+			x.setStage(StageInitializing)
+		}
+	}
 	switch {
 	case st.Flags.Has(FlagStaleInstance):
 		x.discardStale()
@@ -365,6 +377,7 @@ func (x *decider) adoptIdentity() {
 		x.create()
 		return
 	}
+	x.anomaly(AnomalyAdopted)
 	x.pin(RuleCreateRecorded)
 	set(x, &st.ProviderID, pid)
 	if st.NodeName == "" {
