@@ -118,6 +118,28 @@ func TestOrphanNodesOfReusedNamesAreNotDrained(t *testing.T) {
 	require.True(t, r.OK(), r.Report())
 }
 
+// Stale node names and unreadable nodes together: a CreateMachine that
+// failed but took effect named a stale node, the lookup after it recorded
+// that name, and when the node could not be read deletion drained the node
+// of that name, another instance's. Seed 2 drained two such nodes.
+func TestStaleAndUnreadableNodesAreNeverDrained(t *testing.T) {
+	o := small(10000)
+	o.Seed, o.StaleNode, o.NodeReadFail = 2, 0.05, 0.05
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
+}
+
+// Clock jumps of up to six hours on half the steps: a step with the clock
+// hours ahead stamped the phase's start in the future, and the machine
+// waited for real time to catch up. Seed 2 left machines Unknown at the
+// end.
+func TestClockJumpsStrandNoMachine(t *testing.T) {
+	o := small(10000)
+	o.Seed, o.ClockJump, o.ClockJumpMax = 2, 0.5, 6*time.Hour
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
+}
+
 func TestTeardownDeletesEveryMachine(t *testing.T) {
 	o := small(1000)
 	o.Teardown = 90 * time.Minute
