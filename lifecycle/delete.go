@@ -157,13 +157,18 @@ func (x *decider) deleteStage() {
 
 // advance records a stage's result and goes straight on to the next stage.
 func (x *decider) advance(r Rule, op lastop.Operation, next Stage, flags Flags) {
+	x.enter(r, op, next, flags)
+	x.deleteStage()
+}
+
+// enter records a stage's result and moves to the next stage.
+func (x *decider) enter(r Rule, op lastop.Operation, next Stage, flags Flags) {
 	x.pin(r)
 	st := x.st
 	set(x, &st.Flags, st.Flags|flags)
 	set(x, &st.Failures.Delete, 0)
 	x.setOp(op)
 	x.setStage(next)
-	x.deleteStage()
 }
 
 // deleteFailed records a failed deletion step, which is retried after
@@ -243,11 +248,19 @@ func (x *decider) onDeleteLookup(r *driverapi.Result) {
 	case code == driverapi.OK && !foreign:
 		// S1d: the provider names the node (maybe none).
 		st := x.st
+		if st.ProviderID == "" && r.ProviderID != "" {
+			set(x, &st.ProviderID, r.ProviderID)
+		}
 		if r.NodeName != "" {
 			set(x, &st.NodeName, r.NodeName)
 		}
-		if st.ProviderID == "" && r.ProviderID != "" {
-			set(x, &st.ProviderID, r.ProviderID)
+		if r.NodeName != "" && r.NodeName != x.in.Node.Name {
+			// The observation this step was given was made without the
+			// name: stop at the drain, so the next step sees the node by
+			// it (a drain acts only on a node observed).
+			x.enter(RuleDeleteLookupOK, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+			x.requeue(retry.Short)
+			return
 		}
 		x.advance(RuleDeleteLookupOK, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
 	case class == retry.ClassUndecodable:
@@ -319,6 +332,14 @@ func (x *decider) drainMode() drainMode {
 // drain is S2: set the node's Terminating condition, cordon it and drain
 // it, as one op whose outcome says which part failed.
 func (x *decider) drain() {
+	if x.in.NodeReadFailed {
+		// Nothing is done to a node that could not be read: a recorded
+		// name alone does not prove that the node of that name is this
+		// instance's (the name of a stale node object, a name reused).
+		x.rule(RuleDeleteNodeUnreadable)
+		x.requeue(retry.Short)
+		return
+	}
 	node := x.deletionNode()
 	if node == "" {
 		// S2a: nothing to drain; volume attachments are skipped too.
@@ -327,6 +348,19 @@ func (x *decider) drain() {
 		return
 	}
 	m := x.drainMode()
+	if x.node() == nil {
+		// The node was read and is not there: as MCM's drain of a node
+		// not found, there is nothing to drain (S2e, S2f), and nothing is
+		// written to a node of that name the observation does not show.
+		if m.force {
+			x.advance(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
+				StageVolumes, FlagDrainForced)
+			return
+		}
+		x.advance(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
+			StageDeleteVM, FlagDrainSucceeded)
+		return
+	}
 	if m.force {
 		x.act(RuleDeleteDrainForce)
 	} else {
@@ -362,7 +396,7 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 		// MCM only logs a failed condition update when forced and goes on
 		// to cordon and drain: so does this op, without the condition.
 		node := x.deletionNode()
-		if node != "" {
+		if node != "" && x.node() != nil && !x.in.NodeReadFailed {
 			x.pin(RuleDeleteDrainForce)
 			m := x.drainMode()
 			x.act(RuleDeleteDrainForce)

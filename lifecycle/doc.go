@@ -112,8 +112,9 @@
 // [Input] documents each observed field and how the shell fills it: the
 // machine object's fields ([Object]), the lifecycle's persisted [Status],
 // the machine's node ([Node], found by the machine's node label, else by the
-// node's machine-name label, else by providerID; a node carrying another
-// instance's providerID is ignored), whether it could be read, its live
+// node name the status records, else by the node's machine-name label, else
+// by providerID; a node carrying another instance's providerID is ignored,
+// and deletion acts only on a node it observed), whether it could be read, its live
 // volume attachments, the node a CreateMachine named, whether the bootstrap
 // token exists, whether the observer (API server, cloud API) is degraded and
 // since when, a problem found before asking (an invalid machine, a missing

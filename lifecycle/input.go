@@ -22,8 +22,11 @@ type Input struct {
 	// Status is the lifecycle's own persisted state, as last saved.
 	Status Status
 	// Node is the machine's node, found by the machine's "node" label, else
-	// by the node label node.gardener.cloud/machine-name = machine name, else
-	// by the providerID recorded in Status; Name "" when there is none.
+	// by the node name recorded in Status, else by the node label
+	// node.gardener.cloud/machine-name = machine name, else by the
+	// providerID recorded in Status; Name "" when there is none. A node the
+	// shell read without finding it is absent: deletion drains and deletes
+	// only a node it observed, never one known only by name.
 	Node Node
 	// NodeReadFailed reports that the shell could not read the node for a
 	// reason other than its absence (MCM H0, S3a, S5c); Node is then zero.

@@ -57,11 +57,21 @@ func TestDeletionGetVMStatusRows(t *testing.T) {
 				effects: []string{"call GetMachineStatus machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1 key=uid-1/0"}},
 		},
 		{
-			name:    "S1d GetMachineStatus names the node: the drain follows",
+			// The observation of this step was made without the name: the
+			// drain comes in the next step, which observes the node by it.
+			name:    "S1d GetMachineStatus names the node: recorded, the drain follows",
 			in:      noNode,
 			results: []driverapi.Result{ok(providerID, nodeName)},
 			want: want{rule: lifecycle.RuleDeleteLookupOK, phase: phase.Terminating, period: retry.Short, changed: true,
-				op: delOp(lastop.StateProcessing, "Initiate node drain"), effects: drainEffects},
+				op: delOp(lastop.StateProcessing, "Initiate node drain")},
+			check: func(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
+				require.Equal(t, nodeName, d.Status.NodeName)
+				require.Equal(t, lifecycle.StageDrain, d.Status.Stage)
+				next := in
+				next.Status, next.Outcome, next.Node = d.Status, nil, healthyNode()
+				drain := step(t, lifecycle.DefaultConfig(), next)
+				require.Equal(t, drainEffects, drain.Lines())
+			},
 		},
 		{
 			name:    "S1e GetMachineStatus undecodable: Failed, Long",

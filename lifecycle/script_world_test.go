@@ -72,10 +72,13 @@ func (e *scriptEnv) nodeNamed(name string) *scriptNode {
 }
 
 // machineNode finds the machine's node as the shell must: by the machine's
-// node label, else by the node's machine-name label, else by the recorded
-// providerID.
+// node label, else by the recorded node name, else by the node's
+// machine-name label, else by the recorded providerID.
 func (e *scriptEnv) machineNode() *scriptNode {
 	if n := e.nodeNamed(e.obj.NodeLabel); n != nil && e.obj.NodeLabel != "" {
+		return n
+	}
+	if n := e.nodeNamed(e.status.NodeName); n != nil && e.status.NodeName != "" {
 		return n
 	}
 	for _, n := range e.nodes {

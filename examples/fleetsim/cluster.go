@@ -23,11 +23,16 @@ func (w *shard) nodeNamed(name string) int32 {
 }
 
 // findNode finds a machine's node as a shell does: by the machine's node
-// label, else by the node's machine-name label, else by the recorded
-// providerID; -1 when none.
+// label, else by the recorded node name, else by the node's machine-name
+// label, else by the recorded providerID; -1 when none.
 func (w *shard) findNode(m *machine) int32 {
 	if m.obj.NodeLabel != "" {
 		if i := w.nodeNamed(m.obj.NodeLabel); i >= 0 {
+			return i
+		}
+	}
+	if m.st.NodeName != "" && m.st.NodeName != m.obj.NodeLabel {
+		if i := w.nodeNamed(m.st.NodeName); i >= 0 {
 			return i
 		}
 	}

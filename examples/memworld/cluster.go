@@ -129,11 +129,15 @@ func (c *Cluster) Delete(now time.Time) {
 	}
 }
 
-// findNode finds the machine's node by its node label, else by the node's
-// machine-name label, else by the recorded providerID.
+// findNode finds the machine's node by its node label, else by the
+// recorded node name, else by the node's machine-name label, else by the
+// recorded providerID.
 func (c *Cluster) findNode() lifecycle.Node {
 	m := c.Machine
 	if n, ok := c.Nodes[m.Object.NodeLabel]; ok && m.Object.NodeLabel != "" {
+		return c.view(n)
+	}
+	if n, ok := c.Nodes[m.Status.NodeName]; ok && m.Status.NodeName != "" {
 		return c.view(n)
 	}
 	for _, n := range c.Nodes {

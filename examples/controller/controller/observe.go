@@ -103,7 +103,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status)
 		return in
 	}
 	in.Object, in.Problem = objectOf(p.m)
-	node, err := r.findNode(ctx, p.m, st.ProviderID)
+	node, err := r.findNode(ctx, p.m, st)
 	if err != nil {
 		p.log.Info("reading the node failed", "error", err.Error())
 		in.NodeReadFailed = true
@@ -125,10 +125,14 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status)
 }
 
 // findNode finds the machine's node: by the machine's node label, else by
-// the node's machine-name label, else by the recorded providerID. nil
-// without an error when there is none.
-func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, providerID string) (*corev1.Node, error) {
-	if name := m.Labels[lifecycle.NodeLabel]; name != "" {
+// the node name the status records, else by the node's machine-name label,
+// else by the recorded providerID. nil without an error when there is
+// none.
+func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *lifecycle.Status) (*corev1.Node, error) {
+	for _, name := range []string{m.Labels[lifecycle.NodeLabel], st.NodeName} {
+		if name == "" {
+			continue
+		}
 		n := &corev1.Node{}
 		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, n)
 		if err == nil {
@@ -138,6 +142,7 @@ func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, provider
 			return nil, err
 		}
 	}
+	providerID := st.ProviderID
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
 		return nil, err

@@ -8,7 +8,8 @@
 //
 // The input of each step is built from the Machine as this pass last wrote
 // it (never an older cached copy), its Node (by the machine's node label,
-// else by the node's machine-name label, else by the recorded providerID),
+// else by the node name its status records, else by the node's
+// machine-name label, else by the recorded providerID),
 // the node's VolumeAttachments, and the bootstrap token secret, read from
 // the manager's caches. Writes go to the API server; a node is read afresh
 // before it is written, so a write does not lose to a stale cache.
