@@ -215,14 +215,16 @@ func TestBadInput(t *testing.T) {
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
 	})
-	t.Run("retry time far in the future after a clock jump is ignored", func(t *testing.T) {
+	t.Run("retry time far in the future after a clock jump is clamped", func(t *testing.T) {
 		in := newInput()
 		in.Status.Phase = phase.CrashLoopBackOff
 		in.Status.Stage = lifecycle.StageCreating
 		in.Status.RetryAfter = lifecycle.StampOf(in.Now.Add(72 * time.Hour))
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
-		require.True(t, d.Anomalies.Has(lifecycle.AnomalyClockBehind))
+		require.True(t, d.Anomalies.Has(lifecycle.AnomalyStampClamped))
+		require.Equal(t, lifecycle.StampOf(in.Now), d.Status.RetryAfter)
+		require.True(t, d.Changed)
 	})
 	t.Run("OK without providerID loses nothing (B1)", func(t *testing.T) {
 		in := newInput()

@@ -185,6 +185,13 @@ const (
 	// AnomalyMissingStamp: the status lacked the time its phase began; it
 	// was set to now, so the phase's deadlines count from here.
 	AnomalyMissingStamp
+	// AnomalyStampClamped: a stamp of the status lay after Now (PhaseSince,
+	// StageSince, the metadata times, or a RetryAfter further ahead than any
+	// backoff sets): a step whose clock was ahead wrote it, or this step's
+	// clock is behind. It was set to Now and saved, so the deadlines that
+	// count from it count from Now at the latest instead of waiting for the
+	// clock to catch up.
+	AnomalyStampClamped
 	// AnomalyAdopted: the status lacked the lifecycle's own record of where
 	// the machine is in its flow (a creation or deletion stage, or the
 	// instance of a machine past creation), as another controller such as
@@ -202,7 +209,7 @@ func (a Anomalies) String() string {
 		return "none"
 	}
 	names := [...]string{"clock-behind", "stale-outcome", "bad-outcome", "unknown-code",
-		"empty-identity", "effects-full", "undeclared-transition", "foreign-node", "missing-stamp", "adopted"}
+		"empty-identity", "effects-full", "undeclared-transition", "foreign-node", "missing-stamp", "stamp-clamped", "adopted"}
 	s := ""
 	for i, n := range names {
 		if a&(1<<i) != 0 {

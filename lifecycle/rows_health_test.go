@@ -281,7 +281,12 @@ func TestHealthRows(t *testing.T) {
 		},
 		{
 			name: "H11 Unknown before the health timeout: look again in a minute",
-			in:   func() lifecycle.Input { in := unknownInput(); in.Now = t0.Add(55 * time.Minute); return in },
+			in: func() lifecycle.Input {
+				in := unknownInput()
+				in.Now = t0.Add(55 * time.Minute)
+				in.Status.MetadataObserved = lifecycle.StampOf(t0.Add(49 * time.Minute))
+				return in
+			},
 			want: want{rule: lifecycle.RuleHealthWaitUnknown, phase: phase.Unknown, op: unknownOp, period: time.Minute},
 		},
 		{

@@ -116,10 +116,11 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	case !st.Phase.Valid() || !st.Stage.Valid() || st.Flags&^flagsKnown != 0:
 		x.rule(RuleInvalidStatus)
 		x.requeue(retry.Long)
-	case in.Outcome != nil && x.outcome():
-		// The outcome decided.
 	default:
-		x.dispatch()
+		x.clampStamps()
+		if in.Outcome == nil || !x.outcome() {
+			x.dispatch()
+		}
 	}
 
 	// Seal the decision: the object ensure-effects first, the sequence
@@ -277,6 +278,35 @@ func (x *decider) outcome() bool {
 		return false
 	}
 	return true
+}
+
+// clampStamps sets every stamp of the status that lies after Now to Now
+// (AnomalyStampClamped). Only a clock can put a stamp there: a step whose
+// clock was ahead wrote it, or this step's clock is behind. Left alone, a
+// stamp hours ahead would hold every deadline counted from it until the
+// clock caught up; clamped and saved, the deadline counts from Now. A retry
+// time lies ahead by design, so only one further ahead than any backoff
+// sets is clamped.
+func (x *decider) clampStamps() {
+	st, now := x.st, x.now
+	if st.PhaseSince <= now && st.StageSince <= now && st.MetadataObserved <= now && st.MetadataSince <= now &&
+		st.RetryAfter <= now {
+		return // the common case: nothing ahead, nothing to compute
+	}
+	clamp := func(s *Stamp) {
+		if *s > now {
+			*s = now
+			x.changed = true
+			x.anomaly(AnomalyStampClamped)
+		}
+	}
+	clamp(&st.PhaseSince)
+	clamp(&st.StageSince)
+	clamp(&st.MetadataObserved)
+	clamp(&st.MetadataSince)
+	if st.RetryAfter > now && st.RetryAfter.Sub(now) > x.maxBackoff() {
+		clamp(&st.RetryAfter)
+	}
 }
 
 // dispatch is the top of a fresh decision (MCM table b.1): finalizer,
