@@ -475,3 +475,51 @@ func TestLookupOfAMissingInstanceIsThrottled(t *testing.T) {
 	in.Now = in.Now.Add(retry.Long)
 	require.Equal(t, lifecycle.RuleCreateLookup, step(t, cfg, in).Rule)
 }
+
+// Health is never decided without evidence. A node that exists but reports
+// no conditions, or no Ready condition (only types the lifecycle does not
+// watch, which MCM's isHealthy counts as healthy), is not healthy: a
+// Pending machine does not join on it, a Running one turns Unknown. A Running machine with no node and no mirrored conditions
+// (adopted so, or its conditions never mirrored) turns Unknown too: MCM's
+// H1 asks for a mirrored condition and leaves it Running forever.
+func TestHealthWithoutEvidence(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	bare := func(conds ...lifecycle.Condition) lifecycle.Node {
+		n := healthyNode()
+		n.Conditions = conds
+		return n
+	}
+	unwatched := lifecycle.Condition{Type: "MemoryPressure", Status: lifecycle.ConditionFalse}
+	for _, tc := range []struct {
+		name      string
+		in        lifecycle.Input
+		wantPhase phase.Phase
+		wantRule  lifecycle.Rule
+	}{
+		{"a Pending machine does not join a node without conditions",
+			func() lifecycle.Input { in := withIdentity(newInput(), phase.Pending); in.Node = bare(); return in }(),
+			phase.Pending, lifecycle.RuleHealthWaitJoin},
+		{"a Pending machine does not join a node with only unwatched conditions and no Ready",
+			func() lifecycle.Input { in := withIdentity(newInput(), phase.Pending); in.Node = bare(unwatched); return in }(),
+			phase.Pending, lifecycle.RuleHealthConditions},
+		{"a Running machine whose node reports no Ready condition turns Unknown",
+			func() lifecycle.Input { in := runningInput(); in.Node = bare(unwatched); return in }(),
+			phase.Unknown, lifecycle.RuleHealthUnhealthy},
+		{"a Running machine whose node reports no conditions turns Unknown",
+			func() lifecycle.Input { in := runningInput(); in.Node = bare(); return in }(),
+			phase.Unknown, lifecycle.RuleHealthUnhealthy},
+		{"H1 deviation: Running, no node and no mirrored conditions turns Unknown",
+			func() lifecycle.Input {
+				in := runningInput()
+				in.Node, in.Status.Conditions = lifecycle.Node{}, nil
+				return in
+			}(),
+			phase.Unknown, lifecycle.RuleHealthNodeMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := step(t, cfg, tc.in)
+			require.Equal(t, tc.wantPhase.Label(), d.Status.Phase.Label(), d.String())
+			require.Equal(t, tc.wantRule.String(), d.Rule.String())
+		})
+	}
+}
