@@ -295,15 +295,16 @@ func TestAnotherInstancesNodeIsIgnored(t *testing.T) {
 	}
 }
 
-// MCM's isHealthy: a node without a Ready condition is healthy when the
-// watched conditions are False.
-func TestHealthyFollowsMCMWithoutReadyCondition(t *testing.T) {
+// MCM's isHealthy counts a node without a Ready condition as healthy when
+// the watched conditions are False; the lifecycle asks for a Ready
+// condition that is True.
+func TestDeviationNoReadyConditionIsNotHealthy(t *testing.T) {
 	in := withIdentity(newInput(), phase.Pending)
 	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
 	in.Node = healthyNode()
 	in.Node.Conditions = []lifecycle.Condition{{Type: "DiskPressure", Status: lifecycle.ConditionFalse}}
 	d := lifecycle.Step(lifecycle.DefaultConfig(), in)
-	require.Equal(t, phase.Running, d.Status.Phase)
+	require.Equal(t, phase.Pending, d.Status.Phase)
 }
 
 // A create error after the creation timeout fails the machine with the

@@ -76,8 +76,10 @@ func (x *decider) health() {
 			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: lastop.DescUnhealthy})
 			x.event(RuleHealthUnhealthy, true)
 		}
-	case !found && st.Phase == phase.Running && len(st.Conditions) > 0:
-		// H1: the node went missing.
+	case !found && st.Phase == phase.Running:
+		// H1: the node went missing. MCM asks for a mirrored condition
+		// first and leaves a Running machine without one Running forever;
+		// no node is no evidence of health either.
 		x.rule(RuleHealthNodeMissing)
 		if x.setPhase(phase.Unknown) {
 			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: lastop.DescNodeMissing})
@@ -107,9 +109,10 @@ func (x *decider) health() {
 	}
 }
 
-// healthy is MCM's isHealthy: a node with conditions, none of them a Ready
-// that is not True, and none of the configured types with a status other
-// than False. Without conditions a node is not healthy.
+// healthy is MCM's isHealthy, asking for evidence: a node whose Ready
+// condition is True, and none of the configured types with a status other
+// than False. Without conditions, or without a Ready condition (which MCM
+// lets pass), a node is not healthy.
 func (x *decider) healthy(conds []Condition) bool {
 	return conditionsHealthy(conds, x.cfg.nodeConditions(&x.in.Object))
 }
@@ -117,6 +120,7 @@ func (x *decider) healthy(conds []Condition) bool {
 // conditionsHealthy is healthy with the watched condition types given;
 // health calls it directly, which inlines the loop there.
 func conditionsHealthy(conds []Condition, watched []string) bool {
+	ready := false
 	for i := range conds {
 		c := &conds[i]
 		switch {
@@ -124,12 +128,13 @@ func conditionsHealthy(conds []Condition, watched []string) bool {
 			if c.Status != ConditionTrue {
 				return false
 			}
+			ready = true
 		case c.Status == ConditionFalse:
 		case contains(watched, c.Type):
 			return false
 		}
 	}
-	return len(conds) > 0
+	return ready
 }
 
 func contains(list []string, s string) bool {

@@ -133,10 +133,7 @@ func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
 // points to, so a later comparison sees any write through them.
 func deepCopy(in lifecycle.Input) lifecycle.Input {
 	out := in
-	out.Node.Conditions = append([]lifecycle.Condition(nil), in.Node.Conditions...)
-	if in.Node.Conditions == nil {
-		out.Node.Conditions = nil
-	}
+	out.Node.Conditions = cloneConds(in.Node.Conditions)
 	out.Status.Conditions = cloneConds(in.Status.Conditions)
 	out.Status.Addresses = cloneAddrs(in.Status.Addresses)
 	out.Object.Overrides.NodeConditions = cloneStrings(in.Object.Overrides.NodeConditions)
@@ -152,7 +149,7 @@ func cloneConds(c []lifecycle.Condition) []lifecycle.Condition {
 	if c == nil {
 		return nil
 	}
-	return append([]lifecycle.Condition(nil), c...)
+	return append([]lifecycle.Condition{}, c...)
 }
 
 func cloneAddrs(a []driverapi.Address) []driverapi.Address {

@@ -93,13 +93,18 @@ func TestHealthRows(t *testing.T) {
 			want: want{rule: lifecycle.RuleHealthWaitJoin, phase: phase.Pending, op: pendingOp, period: time.Minute},
 		},
 		{
-			name: "H1b Running without conditions and no node: no change",
+			// MCM leaves such a machine Running forever (H1 asks for a
+			// mirrored condition); no node is no evidence of health.
+			name: "H1b Running without conditions and no node: Unknown (deviation)",
 			in: func() lifecycle.Input {
 				in := runningInput()
 				in.Node, in.Status.Conditions = lifecycle.Node{}, nil
 				return in
 			},
-			want: want{rule: lifecycle.RuleHealthy, phase: phase.Running, op: joinedOp, period: retry.Long},
+			want: want{rule: lifecycle.RuleHealthNodeMissing, phase: phase.Unknown, period: time.Minute, changed: true,
+				op: op{lastop.TypeHealthCheck, lastop.StateProcessing, "",
+					"Node object went missing. Machine machine-1 is unhealthy - changing MachinePhase to Unknown"},
+				effects: []string{"event Warning MachineUnhealthy (health.node-missing)"}},
 		},
 		{
 			name: "H2 node conditions changed: mirrored",

@@ -194,20 +194,22 @@ func checkRunning(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decis
 	return nil
 }
 
-// Healthy is MCM's isHealthy, written out independently of the lifecycle
-// for checks: the node has conditions, its Ready condition (if any) is
-// True, and no configured condition type has a status other than False.
+// Healthy is the lifecycle's health of a node, written out independently
+// of it for checks: MCM's isHealthy asking for evidence. The node has a
+// Ready condition and it is True, and no configured condition type has a
+// status other than False.
 func Healthy(cfg *lifecycle.Config, o *lifecycle.Object, n *lifecycle.Node) bool {
-	if len(n.Conditions) == 0 {
-		return false
-	}
 	watched := cfg.NodeConditions
 	if o.Overrides.NodeConditions != nil {
 		watched = o.Overrides.NodeConditions
 	}
+	ready := false
 	for _, c := range n.Conditions {
-		if c.Type == lifecycle.ConditionReady && c.Status != lifecycle.ConditionTrue {
-			return false
+		if c.Type == lifecycle.ConditionReady {
+			if c.Status != lifecycle.ConditionTrue {
+				return false
+			}
+			ready = true
 		}
 		for _, w := range watched {
 			if c.Type == w && c.Status != lifecycle.ConditionFalse {
@@ -215,5 +217,5 @@ func Healthy(cfg *lifecycle.Config, o *lifecycle.Object, n *lifecycle.Node) bool
 			}
 		}
 	}
-	return true
+	return ready
 }

@@ -110,7 +110,8 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 }
 
 // Nodes draws nodes: absent, healthy, unhealthy, of another instance,
-// tainted.
+// tainted, and nodes that give no evidence of health: without conditions,
+// without a Ready condition, with condition types nobody watches.
 func Nodes() *rapid.Generator[lifecycle.Node] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Node {
 		if rapid.IntRange(0, 3).Draw(t, "no node") == 0 {
@@ -130,6 +131,16 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 		if rapid.Bool().Draw(t, "disk pressure") {
 			n.Conditions = append(n.Conditions, lifecycle.Condition{Type: "DiskPressure",
 				Status: rapid.SampledFrom([]lifecycle.ConditionStatus{lifecycle.ConditionFalse, lifecycle.ConditionTrue}).Draw(t, "disk")})
+		}
+		if rapid.IntRange(0, 3).Draw(t, "unwatched condition") == 0 {
+			n.Conditions = append(n.Conditions, lifecycle.Condition{Type: "ExampleVendorCondition",
+				Status: lifecycle.ConditionStatus(rapid.IntRange(0, 2).Draw(t, "unwatched status"))})
+		}
+		switch rapid.IntRange(0, 7).Draw(t, "evidence") {
+		case 0: // a node that reports no conditions at all
+			n.Conditions = nil
+		case 1: // no Ready condition
+			n.Conditions = n.Conditions[1:]
 		}
 		return n
 	})
