@@ -45,9 +45,6 @@ func (x *decider) create() {
 	}
 	x.ensure = true
 	if x.holdRetry(RuleCreateBackoff) {
-		if x.creating() {
-			x.capAt(x.creationDeadline())
-		}
 		return
 	}
 	x.lookup()
@@ -588,7 +585,4 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	x.setOp(op)
 	x.backoff(period, st.Failures.Create)
 	x.retryLater()
-	// The creation timeout is checked when the retry comes; it must not
-	// come after the timeout.
-	x.capAt(x.creationDeadline())
 }

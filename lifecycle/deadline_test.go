@@ -100,6 +100,7 @@ func TestGrantWaitersBackOff(t *testing.T) {
 	in := unknownInput()
 	in.Grant.Fail = false
 	deadline := t0.Add(50*time.Minute + cfg.HealthTimeout)
+	in.Now = deadline
 	var requeues []time.Duration
 	for in.Now.Before(deadline.Add(2 * time.Hour)) {
 		d := step(t, cfg, in)

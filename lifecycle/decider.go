@@ -60,16 +60,6 @@ func (x *decider) resync() {
 	x.d.Requeue = retry.Long + retry.JitterIn(x.in.Object.UID, 0, x.pre.resyncWidth)
 }
 
-// until sets the requeue to the next check of a deadline: WaitCheck, or
-// sooner when the deadline comes first.
-func (x *decider) until(deadline Stamp) {
-	d := x.cfg.WaitCheck
-	if left := deadline.Sub(x.now); left > 0 && left < d {
-		d = left
-	}
-	x.requeue(d)
-}
-
 func (x *decider) wait(w WaitFor, since, until Stamp) {
 	x.d.Wait = Wait{For: w, Since: since, Until: until}
 }
@@ -229,15 +219,53 @@ func (x *decider) node() *Node {
 	return n
 }
 
-// capAt shortens the requeue so the next reconcile comes just after at, a
-// deadline that would otherwise pass unnoticed.
-func (x *decider) capAt(at Stamp) {
-	if at <= x.now {
-		return
+// wakeBy returns the earliest deadline after Now that the machine waits
+// for, as the decision leaves its status, or 0 for none: when its creation
+// timeout passes (no phase, CrashLoopBackOff, Pending), when its health
+// timeout passes (Unknown, InPlaceUpdateFailed, unless disabled), and, at
+// the drain, when the drain timeout or a node NotReady (or with a read-only
+// filesystem) for ForceDrainAfter forces it. While the observer is degraded
+// no deadline passes, and while the shell reports a problem nothing moves
+// until it is fixed. The seal requeues no later than it, so whatever a
+// decision waits for, a deadline is noticed when it passes.
+func (x *decider) wakeBy() Stamp {
+	in, st := x.in, x.st
+	if in.Observer.Degraded || in.Problem != ProblemNone {
+		return 0
 	}
-	if d := at.Sub(x.now) + time.Second; d < x.d.Requeue {
-		x.d.Requeue = d
+	var at Stamp
+	if x.deleting() {
+		if st.Stage != StageDrain || st.Flags&flagsDrained != 0 || in.Object.ForceDeletion {
+			return 0
+		}
+		at = x.soonerAfterNow(at, StampOf(in.Object.DeletionTime).Add(x.cfg.drainTimeout(&in.Object)))
+		for i := range st.Conditions {
+			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
+				at = x.soonerAfterNow(at, c.Since.Add(x.cfg.ForceDrainAfter))
+			}
+		}
+		return at
 	}
+	switch st.Phase {
+	case phase.None, phase.CrashLoopBackOff, phase.Pending:
+		if !in.Object.CreationTime.IsZero() {
+			at = x.soonerAfterNow(at, x.creationDeadline())
+		}
+	case phase.Unknown, phase.InPlaceUpdateFailed:
+		if !in.Object.Overrides.DisableHealthTimeout && st.PhaseSince != 0 {
+			at = x.soonerAfterNow(at, x.deadlineBase(st.PhaseSince).Add(x.cfg.healthTimeout(&in.Object)))
+		}
+	}
+	return at
+}
+
+// soonerAfterNow returns the sooner of at (0 for none) and s, ignoring s
+// when it is not after Now.
+func (x *decider) soonerAfterNow(at, s Stamp) Stamp {
+	if s > x.now && (at == 0 || s < at) {
+		return s
+	}
+	return at
 }
 
 // dropToken deletes the bootstrap token of a machine that will never join
@@ -271,13 +299,15 @@ func (x *decider) deadlineBase(since Stamp) Stamp {
 	return since
 }
 
-// expired reports whether a timeout counted from since has passed (strictly,
-// as MCM compares). Never while the observer is degraded.
+// expired reports whether a timeout counted from since has passed: from
+// the instant it ends (MCM compares strictly, a nanosecond later), so a
+// reconcile requeued to a deadline notices it. Never while the observer is
+// degraded.
 func (x *decider) expired(since Stamp, timeout time.Duration) bool {
 	if x.in.Observer.Degraded {
 		return false
 	}
-	return x.elapsed(x.deadlineBase(since)) > timeout
+	return x.elapsed(x.deadlineBase(since)) >= timeout
 }
 
 // classify turns a driver result into its code and retry class, treating a

@@ -134,9 +134,12 @@ func drainedBy(d lastop.Desc) Flags {
 	return FlagDrainSucceeded
 }
 
-// deleteStage carries out the current deletion stage.
+// deleteStage carries out the current deletion stage. A drain forced now
+// (its timeout passed, or its node stayed NotReady) does not wait for the
+// retry time a failed unforced one set: the seal requeued that retry to
+// the moment it is forced.
 func (x *decider) deleteStage() {
-	if x.holdRetry(RuleDeleteBackoff) {
+	if !(x.st.Stage == StageDrain && x.drainMode().force) && x.holdRetry(RuleDeleteBackoff) {
 		return
 	}
 	switch x.st.Stage {
@@ -306,7 +309,7 @@ func (x *decider) drainMode() drainMode {
 	o := &x.in.Object
 	m := drainMode{timeout: x.cfg.drainTimeout(o), retries: x.cfg.maxEvictRetries(o)}
 	spent := x.elapsed(StampOf(o.DeletionTime))
-	if o.ForceDeletion || spent > m.timeout {
+	if o.ForceDeletion || spent >= m.timeout {
 		return drainMode{force: true, timeout: x.cfg.ForcedDrainTimeout, retries: x.cfg.ForcedEvictRetries}
 	}
 	if left := m.timeout - spent; x.st.Failures.Delete > 0 && left < m.timeout {
@@ -315,18 +318,21 @@ func (x *decider) drainMode() drainMode {
 		// again; the first gets MCM's whole timeout.
 		m.timeout = max(left, x.cfg.ForcedDrainTimeout)
 	}
-	for _, c := range x.st.Conditions {
-		switch {
-		case c.Type == ConditionReady && c.Status != ConditionTrue,
-			c.Type == "ReadonlyFilesystem" && c.Status != ConditionFalse:
-			// A condition without a transition time has been so forever,
-			// as MCM's time.Since of the zero time says.
-			if c.Since == 0 || x.elapsed(c.Since) > x.cfg.ForceDrainAfter {
-				m.force = true
-			}
+	for i := range x.st.Conditions {
+		// A condition without a transition time has been so forever, as
+		// MCM's time.Since of the zero time says.
+		if c := &x.st.Conditions[i]; forcesDrain(c) && (c.Since == 0 || x.elapsed(c.Since) >= x.cfg.ForceDrainAfter) {
+			m.force = true
 		}
 	}
 	return m
+}
+
+// forcesDrain reports whether condition c, held for ForceDrainAfter,
+// forces the drain: a node NotReady, or with a read-only filesystem.
+func forcesDrain(c *Condition) bool {
+	return c.Type == ConditionReady && c.Status != ConditionTrue ||
+		c.Type == "ReadonlyFilesystem" && c.Status != ConditionFalse
 }
 
 // drain is S2: set the node's Terminating condition, cordon it and drain
@@ -418,9 +424,6 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 		desc = lastop.DescDrainConditionFailed // S2b
 	}
 	x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
-	// The drain timeout forces the drain when the retry comes; it must not
-	// come after the timeout.
-	x.capAt(StampOf(x.in.Object.DeletionTime).Add(x.cfg.drainTimeout(&x.in.Object)))
 }
 
 // volumes is S3, after a forced drain: wait until the node's volume

@@ -219,7 +219,7 @@ func (x *decider) pending() {
 		x.rule(RuleHealthWaitJoin)
 	}
 	deadline := x.deadlineBase(StampOf(o.CreationTime)).Add(timeout)
-	x.until(deadline)
+	x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the deadline
 	x.wait(WaitNodeJoin, x.st.PhaseSince, deadline)
 }
 
@@ -239,7 +239,7 @@ func (x *decider) unhealthy() {
 		// outage moved the deadline) is released, so the owner's others
 		// may be replaced.
 		set(x, &st.Flags, st.Flags&^FlagGranted)
-		x.until(deadline)
+		x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the deadline
 		x.wait(WaitRecovery, st.PhaseSince, deadline)
 		return
 	}
@@ -261,9 +261,13 @@ func (x *decider) unhealthy() {
 	if !st.Flags.Has(FlagGranted) {
 		if !x.in.Grant.Fail && !mutNoGrant {
 			// T1-T3: no grant (none computed, or other replacements in
-			// flight). Nothing is written.
+			// flight). Nothing is written. MCM asks every Short period; the
+			// lifecycle backs off from Short towards Medium, half the time
+			// waited so far (a machine granted is stepped when its grant
+			// changes, see Limit).
 			x.rule(RuleHealthAwaitGrant)
-			x.requeue(retry.Short)
+			x.d.Period = retry.Short
+			x.d.Requeue = min(max(x.now.Sub(deadline)/2, retry.Short), retry.Medium)
 			x.wait(WaitGrant, deadline, 0)
 			return
 		}

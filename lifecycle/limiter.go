@@ -28,7 +28,7 @@ func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
 	if m.HealthTimeout > 0 {
 		timeout = m.HealthTimeout
 	}
-	return now.Sub(later(m.PhaseSince, healthySince)) > timeout
+	return now.Sub(later(m.PhaseSince, healthySince)) >= timeout
 }
 
 // inFlight reports whether the member counts against its owner's limit: it
@@ -65,6 +65,9 @@ func (m *Member) inFlight(eligible bool) bool {
 // without its grant), passes each machine its grant in Input.Grant, and
 // serialises the steps of machines of one owner, so two grants of one
 // computation are not both used before the status of the first is saved.
+// A machine waiting for a grant polls for it less and less often (up to
+// retry.Medium apart), so the shell reconciles a machine when its grant
+// changes, as it would on a watch event.
 // Limit is linear in the fleet, plus sorting each owner's machines it may
 // grant; out is reused when its capacity suffices.
 func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) []Grant {

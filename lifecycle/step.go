@@ -139,10 +139,18 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		}
 		d.OpID = newOpID(d.Status.Seq, r, n)
 	}
-	if d.Requeue <= 0 && !x.gone {
-		// Every pass ends with a positive requeue; a path that forgot one
-		// gets the short period rather than being forgotten.
-		d.Requeue, d.Period = retry.Short, retry.Short
+	if !x.gone {
+		if d.Requeue <= 0 {
+			// Every pass ends with a positive requeue; a path that forgot
+			// one gets the short period rather than being forgotten.
+			d.Requeue, d.Period = retry.Short, retry.Short
+		}
+		if at := x.wakeBy(); at != 0 {
+			// No requeue overshoots a deadline the machine waits for.
+			if left := at.Sub(x.now); left < d.Requeue {
+				d.Requeue, d.Period = left, left
+			}
+		}
 	}
 }
 

@@ -165,7 +165,7 @@ func (w *shard) checkFailed(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 		if o.Overrides.HealthTimeout > 0 {
 			timeout = o.Overrides.HealthTimeout
 		}
-		if now.Sub(in.Status.PhaseSince) <= timeout {
+		if now.Sub(in.Status.PhaseSince) < timeout {
 			w.broken(mi, d, "Failed before the health timeout")
 		}
 	default:
@@ -173,7 +173,7 @@ func (w *shard) checkFailed(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 		if o.Overrides.CreationTimeout > 0 {
 			timeout = o.Overrides.CreationTimeout
 		}
-		if now.Sub(lifecycle.StampOf(o.CreationTime)) <= timeout {
+		if now.Sub(lifecycle.StampOf(o.CreationTime)) < timeout {
 			w.broken(mi, d, "Failed before the creation timeout")
 		}
 	}

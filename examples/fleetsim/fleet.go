@@ -157,7 +157,7 @@ func (w *shard) mayBeGranted(m *machine) bool {
 	if t := m.obj.Overrides.HealthTimeout; t > 0 {
 		timeout = t
 	}
-	return w.now-int64(m.st.PhaseSince) > int64(timeout)
+	return w.now-int64(m.st.PhaseSince) >= int64(timeout)
 }
 
 // limit computes the fleet limiter's grants of owner oi's machines and
@@ -189,6 +189,10 @@ func (w *shard) limit(oi int32) {
 			if w.tracing(mi) {
 				w.note(mi, "the fleet limiter grants its replacement")
 			}
+			// A new grant is an input that changed: the machine is
+			// reconciled now, as a watch event would have it, rather
+			// than when its poll for the grant comes.
+			w.enqueue(mi, w.now)
 		} else {
 			m.bits &^= mGrant
 		}

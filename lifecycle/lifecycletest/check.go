@@ -158,7 +158,7 @@ func checkFailed(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decisi
 		if in.Object.Overrides.DisableHealthTimeout {
 			return errors.New("marked Failed with the health timeout disabled")
 		}
-		if was.PhaseSince == 0 || in.Now.Sub(base(was.PhaseSince.Time())) <= timeout {
+		if was.PhaseSince == 0 || in.Now.Sub(base(was.PhaseSince.Time())) < timeout {
 			return fmt.Errorf("marked Failed %v after entering %s, before the health timeout %v",
 				in.Now.Sub(was.PhaseSince.Time()), was.Phase.Label(), timeout)
 		}
@@ -167,7 +167,7 @@ func checkFailed(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decisi
 		if t := in.Object.Overrides.CreationTimeout; t > 0 {
 			timeout = t
 		}
-		if in.Object.CreationTime.IsZero() || in.Now.Sub(base(in.Object.CreationTime)) <= timeout {
+		if in.Object.CreationTime.IsZero() || in.Now.Sub(base(in.Object.CreationTime)) < timeout {
 			return fmt.Errorf("%s machine marked Failed %v after creation, before the creation timeout %v",
 				was.Phase.Label(), in.Now.Sub(in.Object.CreationTime), timeout)
 		}
