@@ -90,3 +90,60 @@ func TestPropertyNoRequeueOvershootsADeadline(t *testing.T) {
 		}
 	})
 }
+
+// A clock that jumps delays no deadline by more than the time the steps
+// of the jumped clock governed: a machine whose node turns NotReady is
+// marked Failed (granted, the provider confirming) no later than its true
+// health timeout plus, for every pass whose clock was off, the time until
+// the next pass. A pass's clock may be off either way by up to six hours.
+// The node turning NotReady is a watch event: a pass comes then.
+func TestPropertyClockJumpsDelayDeadlinesBoundedly(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	rapid.Check(t, func(t *rapid.T) {
+		in := runningInput()
+		in.Grant.Fail = true
+		trueNow := in.Now
+		unhealthyAt := trueNow.Add(lifecycletest.Durations().Draw(t, "healthy for"))
+		var jumped time.Duration // the time passes of a jumped clock governed
+		for pass := 0; pass < 1000; pass++ {
+			if !trueNow.Before(unhealthyAt) {
+				in.Node = notReadyNode()
+			}
+			off := time.Duration(0)
+			if rapid.IntRange(0, 3).Draw(t, "jump") == 0 {
+				off = time.Duration(rapid.Int64Range(-int64(6*time.Hour), int64(6*time.Hour)).Draw(t, "offset"))
+			}
+			in.Now, in.Outcome = trueNow.Add(off), nil
+			var d lifecycle.Decision
+			for range lifecycle.MaxStepsPerPass {
+				d = lifecycle.Step(cfg, in)
+				in.Status = d.Status
+				if d.Done() {
+					break
+				}
+				out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
+				if d.HasCall() {
+					out.Result = ok(providerID, nodeName)
+					out.Result.Method = d.Call.Method
+				}
+				in.Outcome = out
+			}
+			if d.Status.Phase == phase.Failed {
+				if limit := unhealthyAt.Add(cfg.HealthTimeout + jumped); trueNow.After(limit) {
+					t.Fatalf("Failed at %v, after the health timeout at %v plus %v of jumped passes",
+						trueNow.Sub(t0), unhealthyAt.Add(cfg.HealthTimeout).Sub(t0), jumped)
+				}
+				return
+			}
+			next := trueNow.Add(d.Requeue)
+			if trueNow.Before(unhealthyAt) && next.After(unhealthyAt) {
+				next = unhealthyAt
+			}
+			if off != 0 {
+				jumped += next.Sub(trueNow)
+			}
+			trueNow = next
+		}
+		t.Fatalf("never Failed; phase %s", in.Status.Phase.Label())
+	})
+}
