@@ -505,7 +505,11 @@ func TestHealthWithoutEvidence(t *testing.T) {
 			func() lifecycle.Input { in := withIdentity(newInput(), phase.Pending); in.Node = bare(); return in }(),
 			phase.Pending, lifecycle.RuleHealthWaitJoin},
 		{"a Pending machine does not join a node with only unwatched conditions and no Ready",
-			func() lifecycle.Input { in := withIdentity(newInput(), phase.Pending); in.Node = bare(unwatched); return in }(),
+			func() lifecycle.Input {
+				in := withIdentity(newInput(), phase.Pending)
+				in.Node = bare(unwatched)
+				return in
+			}(),
 			phase.Pending, lifecycle.RuleHealthConditions},
 		{"a Running machine whose node reports no Ready condition turns Unknown",
 			func() lifecycle.Input { in := runningInput(); in.Node = bare(unwatched); return in }(),
