@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
 )
@@ -161,4 +162,44 @@ func BenchmarkFleet(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/machine")
 		})
 	}
+}
+
+// memberOfInput is what a fleet pass reads of the machine of in.
+func memberOfInput(cfg *lifecycle.Config, in *lifecycle.Input) lifecycle.Member {
+	return lifecycle.MemberOf(cfg, &in.Object, &in.Status)
+}
+
+// The three disagreements of the summary with Step: an Unknown machine past
+// its health timeout without a grant waits for a grant; one holding a grant
+// (asking the provider) does not; a per-machine drain timeout sets the
+// deadline of a deletion.
+func TestSummaryAgreesWithStep(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	count := func(in lifecycle.Input) (lifecycle.Decision, lifecycle.Summary) {
+		d := step(t, cfg, in)
+		saved := in
+		saved.Status, saved.Outcome = d.Status, nil
+		return d, lifecycle.Summarize(&cfg, in.Now, []lifecycle.Member{memberOfInput(&cfg, &saved)}, 0)
+	}
+	t.Run("past the health timeout without a grant", func(t *testing.T) {
+		d, s := count(unknownInput())
+		require.Equal(t, lifecycle.WaitGrant, d.Wait.For)
+		require.Equal(t, 1, s.ByWait[lifecycle.WaitGrant], "%v", s.ByWait)
+	})
+	t.Run("holding a grant", func(t *testing.T) {
+		in := unknownInput()
+		in.Grant.Fail = true
+		d, s := count(in)
+		require.Equal(t, lifecycle.RuleHealthConfirm, d.OpID.Rule())
+		require.Zero(t, s.ByWait[lifecycle.WaitGrant], "a machine asking the provider waits for no grant: %v", s.ByWait)
+	})
+	t.Run("a per-machine drain timeout", func(t *testing.T) {
+		in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
+		in.Object.Overrides.DrainTimeout = 10 * time.Minute
+		in.Now = in.Object.DeletionTime.Add(30 * time.Minute)
+		in.Node, in.NodeReadFailed = lifecycle.Node{}, true // the drain waits
+		d, s := count(in)
+		require.Equal(t, lifecycle.StageDrain, d.Status.Stage)
+		require.Equal(t, 1, s.PastDeadline, "the drain is past its own timeout (rule %s)", d.Rule)
+	})
 }

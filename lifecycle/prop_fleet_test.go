@@ -9,6 +9,7 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -128,6 +129,43 @@ func TestPropertyLimitDecidesPerOwner(t *testing.T) {
 					t.Fatalf("%s of %q: granted %v alone, %v in the fleet", own[i].Name, owner, alone[i].Fail, !alone[i].Fail)
 				}
 			}
+		}
+	})
+}
+
+// The summary counts a machine under what its last decision says it waits
+// for: Summarize over the member of the status a step leaves (the status
+// the shell saves and a later fleet pass reads, with the same
+// observations) counts it under that step's Wait. The decision without a
+// change of status is the last of a pass, and then the member is the
+// input's own.
+func TestPropertySummaryCountsWhatStepWaitsFor(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := lifecycletest.Configs().Draw(t, "config")
+		in := lifecycletest.Inputs(cfg).Draw(t, "input")
+		d := lifecycle.Step(cfg, in)
+		switch d.Rule {
+		case lifecycle.RuleNoMachine, lifecycle.RuleDeleteDone, lifecycle.RuleInvalidObject, lifecycle.RuleInvalidConfig,
+			lifecycle.RuleZeroNow, lifecycle.RuleInvalidStatus:
+			return // no machine to count, or input Step refuses
+		}
+		saved := in
+		saved.Status, saved.Outcome = d.Status, nil
+		m := memberOfInput(&cfg, &saved)
+		s := lifecycle.Summarize(&cfg, in.Now, []lifecycle.Member{m}, 0)
+		if d.Wait.For == lifecycle.WaitNone {
+			for w, n := range s.ByWait {
+				if n != 0 {
+					t.Fatalf("Step waits for nothing, the summary counts %s (rule %s)\n%s", lifecycle.WaitFor(w), d.Rule, d.String())
+				}
+			}
+			return
+		}
+		if s.ByWait[d.Wait.For] != 1 {
+			t.Fatalf("Step waits for %s, the summary counts %v (rule %s)\n%s", d.Wait.For, s.ByWait, d.Rule, d.String())
+		}
+		if past := d.Wait.Until != 0 && lifecycle.StampOf(in.Now) > d.Wait.Until; past != (s.PastDeadline == 1) {
+			t.Fatalf("Step waits until %v, the summary counts %d past the deadline", d.Wait.Until, s.PastDeadline)
 		}
 	})
 }
