@@ -58,7 +58,7 @@ func fleetOf(n int) *fleet {
 			o.DeletionTime = now.Add(-time.Minute)
 			st.Phase = phase.Terminating
 		}
-		fl.members[i] = lifecycle.MemberOf(&cfg, &o, &st)
+		fl.members[i] = lifecycle.MemberOf(&cfg, &lifecycle.Input{Object: o, Status: st})
 		fl.instances = append(fl.instances, driverapi.Instance{ProviderID: st.ProviderID, MachineName: o.Name, OwnerUID: o.UID, Created: T0})
 		if i%100 == 50 {
 			fl.instances = append(fl.instances, driverapi.Instance{ProviderID: fmt.Sprintf("aws:///eu-west-1a/i-orphan%010x", i),

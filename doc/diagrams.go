@@ -165,7 +165,7 @@ func updateState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Statu
 	switch {
 	case st.Flags.Has(lifecycle.FlagNeedsReplacement):
 		return "needs replacement"
-	case lifecycle.MemberOf(cfg, o, st).UpdatePending:
+	case lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st}).UpdatePending:
 		return "update pending"
 	}
 	return "update applied"
@@ -173,7 +173,7 @@ func updateState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Statu
 
 func metadataState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Status) string {
 	switch {
-	case lifecycle.MemberOf(cfg, o, st).MetadataInSync:
+	case lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st}).MetadataInSync:
 		return "metadata in sync"
 	case st.Flags.Has(lifecycle.FlagMetadataUnverified):
 		return "patch unverified"

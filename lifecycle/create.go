@@ -104,7 +104,6 @@ func (x *decider) fail(op lastop.Operation) {
 		x.dropToken()
 	}
 	x.resync()
-	x.wait(WaitReplacement, x.st.PhaseSince, 0)
 }
 
 // lookup asks the provider whether the machine's instance exists (MCM
@@ -136,7 +135,6 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		// A1: nothing is written; the lookup is asked again later.
 		x.rule(RuleCreateLookupUndecodable)
 		x.requeue(retry.Medium)
-		x.wait(WaitRetry, x.now, x.now.Add(retry.Medium))
 	case code == driverapi.NotFound || code == driverapi.Unimplemented:
 		if pid := x.ref().ProviderID; pid != "" && !mutRecreate {
 			// A7: the provider cannot tell, but an instance is recorded.
@@ -322,7 +320,6 @@ func (x *decider) record(providerID, node string, addrs []driverapi.Address, las
 		x.rule(RuleCreateEmptyIdentity)
 		x.anomaly(AnomalyEmptyIdentity)
 		x.requeue(retry.Medium)
-		x.wait(WaitRetry, x.now, x.now.Add(retry.Medium))
 		return false
 	}
 	st := x.st
@@ -442,7 +439,6 @@ func (x *decider) onStaleDelete(r *driverapi.Result) {
 			return
 		}
 		x.resync()
-		x.wait(WaitReplacement, st.PhaseSince, 0)
 		return
 	}
 	x.rule(RuleCreateStaleNode)
@@ -489,7 +485,6 @@ func (x *decider) onInitialize(r *driverapi.Result) {
 		x.ensure = true
 		x.rule(RuleCreateInitUndecodable)
 		x.requeue(retry.Long)
-		x.wait(WaitRetry, x.now, x.now.Add(retry.Long))
 	default:
 		// B5: CrashLoopBackOff (Failed past the creation timeout); the stage
 		// stays Initializing, so the next pass initializes again.
@@ -530,7 +525,6 @@ func (x *decider) settle(r Rule) {
 	x.event(RuleCreatePending, false)
 	// MCM returns Short here; the next pass looks for the node.
 	x.requeue(retry.Short)
-	x.wait(WaitNodeJoin, x.now, x.deadlineBase(StampOf(x.in.Object.CreationTime)).Add(x.cfg.creationTimeout(&x.in.Object)))
 }
 
 // createError records a failed lookup, creation or initialization (A2-A4,

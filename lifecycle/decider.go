@@ -60,9 +60,6 @@ func (x *decider) resync() {
 	x.d.Requeue = retry.Long + retry.JitterIn(x.in.Object.UID, 0, x.pre.resyncWidth)
 }
 
-func (x *decider) wait(w WaitFor, since, until Stamp) {
-	x.d.Wait = Wait{For: w, Since: since, Until: until}
-}
 
 // put appends an effect of kind k and returns it, for the caller to set
 // its other fields: put zeroes the slot, which may still hold an effect of
@@ -179,7 +176,6 @@ func (x *decider) holdRetry(r Rule) bool {
 	}
 	x.rule(r)
 	x.requeue(left)
-	x.wait(WaitRetry, x.st.StageSince, at)
 	return true
 }
 
@@ -200,7 +196,6 @@ func (x *decider) maxBackoff() time.Duration {
 // retryLater records a failure's retry time from the requeue just set.
 func (x *decider) retryLater() {
 	set(x, &x.st.RetryAfter, x.now.Add(x.d.Requeue))
-	x.wait(WaitRetry, x.st.StageSince, x.st.RetryAfter)
 }
 
 // node returns the observed node when it is this machine's. A node that

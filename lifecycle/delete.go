@@ -37,14 +37,12 @@ func (x *decider) delete() {
 		// driver calls ahead.
 		x.rule(RuleDeleteProblem)
 		x.requeue(problemPeriod(p))
-		x.wait(WaitProblem, 0, 0)
 		return
 	}
 	if !x.in.Object.Finalizer {
 		// X2: without the finalizer nothing holds the object for us.
 		x.rule(RuleDeleteNoFinalizer)
 		x.requeue(retry.Long)
-		x.wait(WaitFinalizer, StampOf(x.in.Object.DeletionTime), 0)
 		return
 	}
 	if st.Phase != phase.Terminating {

@@ -27,41 +27,51 @@ type Member struct {
 	Stage Stage
 	// Flags are the machine's status flags.
 	Flags Flags
-	// PhaseSince is when the machine entered its phase.
-	PhaseSince Stamp
+	// PhaseSince is when the machine entered its phase, StageSince its
+	// stage.
+	PhaseSince, StageSince Stamp
+	// RetryAfter is the status's retry time: a failed step is not asked
+	// again before it.
+	RetryAfter Stamp
 	// CreationTime and DeletionTime are the object's; DeletionTime is zero
 	// when the machine is not being deleted.
 	CreationTime, DeletionTime Stamp
-	// Deleting reports that the machine's deletion was requested.
-	Deleting bool
-	// HealthTimeout and CreationTimeout are the machine's own timeouts (0:
-	// the Config's).
-	HealthTimeout, CreationTimeout time.Duration
+	// ObserverSince is Observer.Since of the input the member was made
+	// from, when the observer was degraded or became healthy again.
+	ObserverSince Stamp
+	// Deleting reports that the machine's deletion was requested;
+	// Finalizer that the machine's finalizer is on its object.
+	Deleting, Finalizer bool
+	// ObserverDegraded is Observer.Degraded of the input the member was
+	// made from.
+	ObserverDegraded bool
 	// DisableHealthTimeout is the machine's spec disableHealthTimeout.
 	DisableHealthTimeout bool
 	// UpdatePending reports that the machine's hot update is not applied
 	// yet; MetadataInSync that its instance metadata was last seen in sync.
 	UpdatePending, MetadataInSync bool
+	// Problem is what the shell found wrong with the machine or its class.
+	Problem Problem
+	// HealthTimeout, CreationTimeout and DrainTimeout are the machine's own
+	// timeouts (0: the Config's).
+	HealthTimeout, CreationTimeout, DrainTimeout time.Duration
 }
 
-// MemberOf returns what the fleet functions read of a machine; the
-// Config's VerifyOwner decides whether the owner UID counts for metadata.
-func MemberOf(cfg *Config, o *Object, st *Status) Member {
-	pid := st.ProviderID
-	if pid == "" {
-		pid = o.ProviderID
+// MemberOf returns what the fleet functions read of the machine of in: its
+// object and status, the problem the shell found and the observer's state;
+// the Config's VerifyOwner decides whether the owner UID counts for
+// metadata. A fleet pass builds it from each machine's saved status and the
+// shell's observations, as a step would be given them.
+func MemberOf(cfg *Config, in *Input) Member {
+	o, st := &in.Object, &in.Status
+	m := waitMember(o, st, in)
+	m.Name, m.UID, m.Owner, m.ProviderID = o.Name, o.UID, o.Owner, st.ProviderID
+	if m.ProviderID == "" {
+		m.ProviderID = o.ProviderID
 	}
-	return Member{
-		Name: o.Name, UID: o.UID, Owner: o.Owner, ProviderID: pid,
-		Phase: st.Phase, Stage: st.Stage, Flags: st.Flags, PhaseSince: st.PhaseSince,
-		CreationTime: StampOf(o.CreationTime), DeletionTime: StampOf(o.DeletionTime),
-		Deleting:             !o.DeletionTime.IsZero(),
-		HealthTimeout:        o.Overrides.HealthTimeout,
-		CreationTimeout:      o.Overrides.CreationTimeout,
-		DisableHealthTimeout: o.Overrides.DisableHealthTimeout,
-		UpdatePending:        o.UpdateGeneration != st.AppliedGeneration,
-		MetadataInSync:       metadataInSync(cfg.VerifyOwner, o, st),
-	}
+	m.UpdatePending = o.UpdateGeneration != st.AppliedGeneration
+	m.MetadataInSync = metadataInSync(cfg.VerifyOwner, o, st)
+	return m
 }
 
 // creating reports whether the member's instance may still be in flight:
@@ -138,11 +148,15 @@ type Summary struct {
 	Machines int
 	// ByPhase counts machines by phase.
 	ByPhase [phase.Count]int
-	// ByWait counts machines by what they wait for.
+	// ByWait counts machines by what they wait for: by the rule that
+	// fills Decision.Wait, applied to each member, so a machine is counted
+	// as its last decision says.
 	ByWait [waitCount]int
-	// PastDeadline counts machines waiting past their deadline: a creation
-	// or join past the creation timeout, an unhealthy machine past the
-	// health timeout, a drain past the drain timeout.
+	// PastDeadline counts machines whose wait's deadline (Wait.Until) has
+	// passed: a creation or join past the creation timeout, an unhealthy
+	// machine past the health timeout that has not moved on, a drain past
+	// the drain timeout. A machine waiting for the limiter's grant has no
+	// deadline; it is counted under WaitGrant.
 	PastDeadline int
 	// OldestWait is, per phase, how long the machine longest in it has been
 	// (0 for Running and Available, which do not wait).
@@ -192,11 +206,11 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 				s.MetadataOutOfSync++
 			}
 		}
-		wait, deadline := m.waiting(cfg)
-		if wait != WaitNone {
-			s.ByWait[wait]++
+		w := m.wait(cfg, n)
+		if w.For != WaitNone {
+			s.ByWait[w.For]++
 		}
-		if deadline != 0 && n > deadline {
+		if w.Until != 0 && n > w.Until {
 			s.PastDeadline++
 		}
 		if !settled && m.PhaseSince != 0 && n > m.PhaseSince {
@@ -204,41 +218,4 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 		}
 	}
 	return s
-}
-
-// waiting tells what a member waits for, by its phase, and its deadline
-// (0 when none).
-func (m *Member) waiting(cfg *Config) (WaitFor, Stamp) {
-	creation := cfg.CreationTimeout
-	if m.CreationTimeout > 0 {
-		creation = m.CreationTimeout
-	}
-	health := cfg.HealthTimeout
-	if m.HealthTimeout > 0 {
-		health = m.HealthTimeout
-	}
-	switch {
-	case m.Deleting || m.Phase == phase.Terminating:
-		if m.DeletionTime == 0 {
-			return WaitDeletion, 0
-		}
-		return WaitDeletion, m.DeletionTime.Add(cfg.DrainTimeout)
-	}
-	switch m.Phase {
-	case phase.None, phase.CrashLoopBackOff:
-		return WaitCreation, m.CreationTime.Add(creation)
-	case phase.Pending:
-		return WaitNodeJoin, m.CreationTime.Add(creation)
-	case phase.Unknown, phase.InPlaceUpdateFailed:
-		if m.DisableHealthTimeout {
-			return WaitRecovery, 0
-		}
-		if m.Flags.Has(FlagGranted) {
-			return WaitGrant, m.PhaseSince.Add(health)
-		}
-		return WaitRecovery, m.PhaseSince.Add(health)
-	case phase.Failed:
-		return WaitReplacement, 0
-	}
-	return WaitNone, 0
 }

@@ -87,28 +87,31 @@ func TestSummarize(t *testing.T) {
 	pending := fleetMember("c", "uc", "pc", phase.Pending) // created at t0: past the 20m creation timeout
 	unknown := fleetMember("d", "ud", "pd", phase.Unknown)
 	unknown.PhaseSince = lifecycle.StampOf(fleetNow.Add(-5 * time.Minute)) // within the health timeout
-	granted := fleetMember("e", "ue", "pe", phase.Unknown)
+	granted := fleetMember("e", "ue", "pe", phase.Unknown) // past the health timeout, asking the provider
 	granted.Flags = lifecycle.FlagGranted
+	ungranted := fleetMember("i", "ui", "pi", phase.Unknown) // past the health timeout, no grant
 	failed := fleetMember("f", "uf", "pf", phase.Failed)
 	replace := fleetMember("g", "ug", "pg", phase.Running)
 	replace.Flags = lifecycle.FlagNeedsReplacement
 	replace.MetadataInSync = true
 	deleting := fleetMember("h", "uh", "ph", phase.Terminating)
 	deleting.Deleting, deleting.DeletionTime = true, lifecycle.StampOf(fleetNow.Add(-time.Minute))
-	deleting.Flags = lifecycle.FlagTerminated
-	fleet := []lifecycle.Member{running, drifted, pending, unknown, granted, failed, replace, deleting}
+	deleting.Flags, deleting.Finalizer = lifecycle.FlagTerminated, true
+	fleet := []lifecycle.Member{running, drifted, pending, unknown, granted, failed, replace, deleting, ungranted}
 
 	s := lifecycle.Summarize(&cfg, fleetNow, fleet, 3)
-	require.Equal(t, 8, s.Machines)
+	require.Equal(t, 9, s.Machines)
 	require.Equal(t, 3, s.ByPhase[phase.Running])
-	require.Equal(t, 2, s.ByPhase[phase.Unknown])
+	require.Equal(t, 3, s.ByPhase[phase.Unknown])
 	require.Equal(t, 1, s.ByPhase[phase.Pending])
 	require.Equal(t, 1, s.ByWait[lifecycle.WaitNodeJoin])
 	require.Equal(t, 1, s.ByWait[lifecycle.WaitRecovery])
 	require.Equal(t, 1, s.ByWait[lifecycle.WaitGrant])
 	require.Equal(t, 1, s.ByWait[lifecycle.WaitReplacement])
 	require.Equal(t, 1, s.ByWait[lifecycle.WaitDeletion])
-	require.Equal(t, 2, s.PastDeadline, "the Pending machine and the granted Unknown one")
+	require.Equal(t, 5, s.ByWait[lifecycle.WaitNodeJoin]+s.ByWait[lifecycle.WaitRecovery]+s.ByWait[lifecycle.WaitGrant]+
+		s.ByWait[lifecycle.WaitReplacement]+s.ByWait[lifecycle.WaitDeletion], "the granted one waits for the provider's answer: %v", s.ByWait)
+	require.Equal(t, 1, s.PastDeadline, "the Pending machine")
 	require.Equal(t, 2*time.Hour, s.OldestWait[phase.Pending])
 	require.Equal(t, 2*time.Hour, s.OldestWait[phase.Unknown])
 	require.Zero(t, s.OldestWait[phase.Running])
@@ -126,13 +129,13 @@ func TestMemberOf(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := metadataInput()
 	in.Object.UpdateGeneration = 4
-	m := lifecycle.MemberOf(&cfg, &in.Object, &in.Status)
+	m := lifecycle.MemberOf(&cfg, &in)
 	require.Equal(t, lifecycle.Member{Name: machineName, UID: machineUID, Owner: "machineset-1", ProviderID: providerID,
-		Phase: phase.Running, PhaseSince: in.Status.PhaseSince, CreationTime: lifecycle.StampOf(t0),
+		Phase: phase.Running, PhaseSince: in.Status.PhaseSince, CreationTime: lifecycle.StampOf(t0), Finalizer: true,
 		UpdatePending: true, MetadataInSync: false}, m)
 	in.Status.Metadata = map[string]string{"team": "a", "pool": "web"}
 	in.Object.UpdateGeneration = 0
-	m = lifecycle.MemberOf(&cfg, &in.Object, &in.Status)
+	m = lifecycle.MemberOf(&cfg, &in)
 	require.True(t, m.MetadataInSync)
 	require.False(t, m.UpdatePending)
 }
@@ -166,7 +169,7 @@ func BenchmarkFleet(b *testing.B) {
 
 // memberOfInput is what a fleet pass reads of the machine of in.
 func memberOfInput(cfg *lifecycle.Config, in *lifecycle.Input) lifecycle.Member {
-	return lifecycle.MemberOf(cfg, &in.Object, &in.Status)
+	return lifecycle.MemberOf(cfg, in)
 }
 
 // The three disagreements of the summary with Step: an Unknown machine past

@@ -95,7 +95,6 @@ func (x *decider) health() {
 	case phase.Failed:
 		x.rule(RuleAwaitReplacement)
 		x.resync()
-		x.wait(WaitReplacement, st.PhaseSince, 0)
 		if x.in.Outcome == nil {
 			x.dropToken() // emitted again at each pass start while it exists
 		}
@@ -218,9 +217,7 @@ func (x *decider) pending() {
 	if x.d.Rule == RuleNone {
 		x.rule(RuleHealthWaitJoin)
 	}
-	deadline := x.deadlineBase(StampOf(o.CreationTime)).Add(timeout)
 	x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the deadline
-	x.wait(WaitNodeJoin, x.st.PhaseSince, deadline)
 }
 
 // unhealthy decides for an Unknown (or InPlaceUpdateFailed) machine: wait
@@ -240,7 +237,6 @@ func (x *decider) unhealthy() {
 		// may be replaced.
 		set(x, &st.Flags, st.Flags&^FlagGranted)
 		x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the deadline
-		x.wait(WaitRecovery, st.PhaseSince, deadline)
 		return
 	}
 	if o.Overrides.DisableHealthTimeout {
@@ -248,7 +244,6 @@ func (x *decider) unhealthy() {
 		set(x, &st.Flags, st.Flags&^FlagGranted)
 		x.rule(RuleHealthTimeoutDisabled)
 		x.resync()
-		x.wait(WaitRecovery, st.PhaseSince, 0)
 		return
 	}
 	// The retry time holds a confirmation that failed. The one a lookup of
@@ -268,7 +263,6 @@ func (x *decider) unhealthy() {
 			x.rule(RuleHealthAwaitGrant)
 			x.d.Period = retry.Short
 			x.d.Requeue = min(max(x.now.Sub(deadline)/2, retry.Short), retry.Medium)
-			x.wait(WaitGrant, deadline, 0)
 			return
 		}
 		// The grant is recorded before the provider is asked, so the

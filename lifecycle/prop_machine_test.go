@@ -197,7 +197,7 @@ func (w *machineWorld) invariants() {
 // DESIGN section 6.
 func (w *machineWorld) endState() bool {
 	st := &w.saved
-	m := lifecycle.MemberOf(&w.cfg, &w.obj, st)
+	m := lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: w.obj, Status: *st})
 	switch {
 	case w.gone:
 		return true

@@ -114,7 +114,7 @@ func (w *metadataWorld) actuallyInSync() bool {
 }
 
 func (w *metadataWorld) reportedInSync() bool {
-	m := lifecycle.MemberOf(&w.cfg, &w.in.Object, &w.in.Status)
+	m := lifecycle.MemberOf(&w.cfg, &w.in)
 	return m.MetadataInSync
 }
 

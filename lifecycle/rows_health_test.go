@@ -335,7 +335,7 @@ func TestHealthRows(t *testing.T) {
 func TestThrottleRows(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	grantFor := func(in lifecycle.Input, peers ...lifecycle.Member) lifecycle.Input {
-		fleet := append([]lifecycle.Member{lifecycle.MemberOf(&cfg, &in.Object, &in.Status)}, peers...)
+		fleet := append([]lifecycle.Member{lifecycle.MemberOf(&cfg, &in)}, peers...)
 		in.Grant = lifecycle.Limit(nil, &cfg, in.Now, in.Observer, fleet)[0]
 		return in
 	}
@@ -395,7 +395,7 @@ func TestDeviationHealthTimeoutAfterAnOutage(t *testing.T) {
 	in.Now = t0.Add(3*time.Hour + 10*time.Minute + time.Second)
 	require.Equal(t, lifecycle.RuleHealthConfirm, step(t, cfg, in).Rule)
 	// The limiter grants nothing while degraded, and counts from recovery.
-	fleet := []lifecycle.Member{lifecycle.MemberOf(&cfg, &in.Object, &in.Status)}
+	fleet := []lifecycle.Member{lifecycle.MemberOf(&cfg, &in)}
 	require.False(t, lifecycle.Limit(nil, &cfg, in.Now, lifecycle.Observer{Degraded: true}, fleet)[0].Fail)
 	require.False(t, lifecycle.Limit(nil, &cfg, t0.Add(3*time.Hour+5*time.Minute), in.Observer, fleet)[0].Fail)
 	require.True(t, lifecycle.Limit(nil, &cfg, in.Now, in.Observer, fleet)[0].Fail)

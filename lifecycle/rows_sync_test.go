@@ -319,7 +319,7 @@ func TestMetadataUnverifiedAfterAPatchInTheSamePass(t *testing.T) {
 	// The shell crashed after the patch; the spec now asks pool=c.
 	in.Status, in.Outcome = d.Status, nil
 	in.Object.Metadata = map[string]string{"pool": "c"}
-	m := lifecycle.MemberOf(&cfg, &in.Object, &in.Status)
+	m := lifecycle.MemberOf(&cfg, &in)
 	require.False(t, m.MetadataInSync, "the instance may carry pool=a now")
 	require.Equal(t, lifecycle.RuleMetadataObserve, step(t, cfg, in).Rule)
 }

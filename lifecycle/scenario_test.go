@@ -128,7 +128,7 @@ func TestScenarioUnknownToFailedUnderTheLimiter(t *testing.T) {
 	fleet := func(ins ...*lifecycle.Input) []lifecycle.Member {
 		var ms []lifecycle.Member
 		for _, in := range ins {
-			ms = append(ms, lifecycle.MemberOf(&cfg, &in.Object, &in.Status))
+			ms = append(ms, lifecycle.MemberOf(&cfg, in))
 		}
 		return ms
 	}

@@ -452,7 +452,7 @@ func (e *scriptEnv) cmdGrant(c *scriptCmd) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fleet := []lifecycle.Member{lifecycle.MemberOf(&e.cfg, &e.obj, &e.status)}
+	fleet := []lifecycle.Member{lifecycle.MemberOf(&e.cfg, &lifecycle.Input{Object: e.obj, Status: e.status})}
 	for i := range others {
 		fleet = append(fleet, lifecycle.Member{Name: fmt.Sprintf("other-%d", i+1), UID: fmt.Sprintf("other-uid-%d", i+1),
 			Owner: e.obj.Owner, Phase: phase.Terminating, Deleting: true,

@@ -121,6 +121,9 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		if in.Outcome == nil || !x.outcome() {
 			x.dispatch()
 		}
+		if !x.gone {
+			x.decideWait()
+		}
 	}
 
 	// Seal the decision: the object ensure-effects first, the sequence
@@ -253,7 +256,6 @@ func (x *decider) outcome() bool {
 		// recovers. The stage and any grant stay.
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
-		x.wait(WaitObserver, StampOf(x.in.Observer.Since), 0)
 		return true
 	}
 	switch {
@@ -328,7 +330,6 @@ func (x *decider) dispatch() {
 	if x.in.Observer.Degraded {
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
-		x.wait(WaitObserver, StampOf(x.in.Observer.Since), 0)
 		return
 	}
 	switch x.in.Problem {
@@ -427,7 +428,6 @@ func (x *decider) adoptIdentity() {
 func (x *decider) problem(r Rule, period time.Duration) {
 	x.rule(r)
 	x.requeue(period)
-	x.wait(WaitProblem, 0, 0)
 }
 
 // idle ends a pass with nothing to do until the next resync (D10).

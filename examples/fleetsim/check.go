@@ -229,7 +229,7 @@ func (w *shard) finalChecks() {
 		if i := w.instByPID(m.st.ProviderID); i >= 0 {
 			recorded[i] = true
 		}
-		members = append(members, lifecycle.MemberOf(&w.cfg, &m.obj, &m.st))
+		members = append(members, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st, Observer: w.observer}))
 		mem := members[len(members)-1:]
 		switch {
 		case m.deleting():

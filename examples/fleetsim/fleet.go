@@ -170,7 +170,7 @@ func (w *shard) limit(oi int32) {
 		if m.gone() {
 			continue // removed by hand a moment ago
 		}
-		members = append(members, lifecycle.MemberOf(&w.cfg, &m.obj, &m.st))
+		members = append(members, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st, Observer: w.observer}))
 		idxs = append(idxs, mi)
 	}
 	w.members, w.idxs = members, idxs
@@ -257,7 +257,7 @@ func (w *shard) collectOrphans() {
 	members := w.members[:0]
 	for mi := range w.machines {
 		if m := &w.machines[mi]; !m.gone() {
-			members = append(members, lifecycle.MemberOf(&w.cfg, &m.obj, &m.st))
+			members = append(members, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st, Observer: w.observer}))
 		}
 	}
 	w.members = members

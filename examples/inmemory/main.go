@@ -78,7 +78,7 @@ func running(c *memworld.Cluster) bool { return c.Machine.Status.Phase == phase.
 // synced reports whether the machine's hot update is applied (or the
 // machine needs replacement) and its instance metadata in sync.
 func synced(cfg *lifecycle.Config, c *memworld.Cluster) bool {
-	m := lifecycle.MemberOf(cfg, &c.Machine.Object, &c.Machine.Status)
+	m := lifecycle.MemberOf(cfg, &lifecycle.Input{Object: c.Machine.Object, Status: c.Machine.Status})
 	return (!m.UpdatePending || m.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync
 }
 

@@ -133,7 +133,7 @@ func members(ctx context.Context, c client.Reader, cfg *lifecycle.Config, ns str
 			continue
 		}
 		o, _ := objectOf(&list.Items[i])
-		fleet = append(fleet, lifecycle.MemberOf(cfg, &o, &st))
+		fleet = append(fleet, lifecycle.MemberOf(cfg, &lifecycle.Input{Object: o, Status: st}))
 	}
 	return fleet, nil
 }

@@ -258,11 +258,11 @@ func (r *Reconciler) grant(ctx context.Context, m *v1alpha1.Machine, st *lifecyc
 			continue // left alone by its own reconcile
 		}
 		o, _ := objectOf(mi)
-		fleet = append(fleet, lifecycle.MemberOf(&r.Config, &o, &sti))
+		fleet = append(fleet, lifecycle.MemberOf(&r.Config, &lifecycle.Input{Object: o, Status: sti}))
 	}
 	o, _ := objectOf(m)
 	self = len(fleet)
-	fleet = append(fleet, lifecycle.MemberOf(&r.Config, &o, st))
+	fleet = append(fleet, lifecycle.MemberOf(&r.Config, &lifecycle.Input{Object: o, Status: *st}))
 	grants := lifecycle.Limit(nil, &r.Config, r.now(), lifecycle.Observer{}, fleet)
 	return grants[self], nil
 }
