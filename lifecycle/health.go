@@ -145,6 +145,11 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// sameConditions reports whether the mirrored conditions a still say what
+// the node's b say: the same types with the same statuses, in order (MCM's
+// H2 compares no more). A kubelet that rewords a reason or a message does
+// not make a healthy machine write its status; the texts and transition
+// times are mirrored with the next change of a status.
 func sameConditions(a, b []Condition) bool {
 	if len(a) != len(b) {
 		return false
@@ -155,7 +160,7 @@ func sameConditions(a, b []Condition) bool {
 		return true
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if a[i].Status != b[i].Status || a[i].Type != b[i].Type {
 			return false
 		}
 	}

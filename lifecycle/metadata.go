@@ -170,8 +170,19 @@ func (x *decider) onObserve(r *driverapi.Result) {
 	}
 	patched := st.Flags.Has(FlagMetadataUnverified) // a patch awaited this observation
 	set(x, &st.Flags, st.Flags&^FlagMetadataUnverified)
+	before := x.changed
+	x.changed = false
 	x.recordObservation(r)
-	set(x, &st.MetadataObserved, x.now)
+	if x.changed || patched || st.MetadataObserved == 0 {
+		// The observation time is saved with what the observation changed
+		// (and after a patch, or the first observation). An observation
+		// that finds the instance as recorded writes nothing: saved, the
+		// time would make every healthy machine write its status once a
+		// Long period. The next pass asks again, once a Long period
+		// after the last time saved, which resyncs come at.
+		set(x, &st.MetadataObserved, x.now)
+	}
+	x.changed = x.changed || before
 	x.resync()
 	if x.inSync() {
 		x.pin(RuleMetadataSynced)

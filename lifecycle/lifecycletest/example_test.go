@@ -108,5 +108,5 @@ func ExampleExplore() {
 	}
 	fmt.Printf("%s: %d states, %d transitions, %d rules, %d stuck\n", r.Name, r.States, r.Transitions, len(rules), r.Stuck)
 	// Output:
-	// node health: 123 states, 483 transitions, 12 rules, 0 stuck
+	// node health: 123 states, 493 transitions, 12 rules, 0 stuck
 }
