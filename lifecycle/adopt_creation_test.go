@@ -177,3 +177,35 @@ func TestAdoptedCreationNeverTimesOutWhileTheInstanceExists(t *testing.T) {
 	}
 	require.Equal(t, phase.Running.Label(), in.Status.Phase.Label())
 }
+
+// B2: MCM writes the priority annotation (3, when empty) in its creation
+// flow only. A machine past creation whose annotation is missing (removed
+// by someone, or never written by another controller) keeps it missing; a
+// machine being created gets it with its recorded instance.
+func TestPriorityAnnotationOnlyInCreation(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	hasPriority := func(d lifecycle.Decision) bool {
+		for _, e := range d.Effects.Slice() {
+			if e.Kind == lifecycle.KindEnsurePriority {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range []phase.Phase{phase.Pending, phase.Running, phase.Unknown, phase.Failed} {
+		in := withIdentity(newInput(), p)
+		in.Object.Priority = ""
+		in.Node = healthyNode()
+		in.Status.Conditions = in.Node.Conditions
+		d := step(t, cfg, in)
+		require.False(t, hasPriority(d), "%s: %s", p.Label(), d.String())
+	}
+	in := adoptedCreating(phase.None, lastop.Operation{}, true)
+	in.Object.Priority = ""
+	ds, _ := pass(t, cfg, in, &cooperative{lookup: driverapi.OK})
+	written := false
+	for _, d := range ds {
+		written = written || hasPriority(d)
+	}
+	require.True(t, written, "the creation flow writes it: rules %v", rulesOfPass(ds))
+}
