@@ -7,7 +7,7 @@ import "testing"
 // combination of the fields they read is tried.
 func TestObjectInLineAgreesWithEnsureObject(t *testing.T) {
 	const pid, node = "fake:///eu-1/vm-1", "node-1"
-	for bits := range 1 << 8 {
+	for bits := range 1 << 9 {
 		has := func(i int) bool { return bits&(1<<i) != 0 }
 		var in Input
 		var d Decision
@@ -33,11 +33,11 @@ func TestObjectInLineAgreesWithEnsureObject(t *testing.T) {
 		if has(7) {
 			o.NodeLabel = node
 		}
-		x := decider{cfg: &cfg, in: &in, d: &d, st: st}
+		x := decider{cfg: &cfg, in: &in, d: &d, st: st, createdBefore: has(8)}
 		inLine := x.objectInLine()
 		x.ensureObject()
 		if added := d.Effects.Len(); inLine != (added == 0) {
-			t.Errorf("case %08b: objectInLine %v, but ensureObject added %d effects", bits, inLine, added)
+			t.Errorf("case %09b: objectInLine %v, but ensureObject added %d effects", bits, inLine, added)
 		}
 	}
 }

@@ -97,6 +97,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
 	x.pre = pre
 	x.now = StampOf(in.Now)
+	x.createdBefore = d.Status.Phase == phase.None || d.Status.Phase == phase.CrashLoopBackOff
 
 	// Validate the input, consume the outcome, and dispatch.
 	o, st := &in.Object, &d.Status
@@ -177,6 +178,10 @@ type decider struct {
 	opRule Rule
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
+	// createdBefore: the machine had no phase or was in CrashLoopBackOff
+	// when the step began, so the step ran the creation flow (MCM writes
+	// the priority annotation there only).
+	createdBefore bool
 	// pre is derived from cfg: by Step at every step, by Config.Check once
 	// for StepInto.
 	pre *derived
@@ -446,14 +451,14 @@ func (x *decider) objectInLine() bool {
 	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
 		return o.Finalizer
 	}
-	return o.Finalizer && o.Priority != "" && o.ProviderID == st.ProviderID &&
+	return o.Finalizer && (o.Priority != "" || !x.createdBefore) && o.ProviderID == st.ProviderID &&
 		(o.NodeLabel == st.NodeName || st.NodeName == "" || x.cfg.NoTargetCluster)
 }
 
 // ensureObject puts the object ensure-effects for whatever still differs
 // from the final status in front of the decision's other effects: the
 // finalizer, and once an instance is recorded the node label, the priority
-// annotation and spec.providerID (MCM D2 and B2). Computing them last, from
+// annotation (in the creation flow) and spec.providerID (MCM D2 and B2). Computing them last, from
 // the status the decision leaves, keeps them complete and first, so the
 // provider sees the object written before any call.
 func (x *decider) ensureObject() {
@@ -470,7 +475,9 @@ func (x *decider) ensureObject() {
 			buf[n] = Effect{Kind: KindEnsureNodeLabel, Key: NodeLabel, Value: st.NodeName}
 			n++
 		}
-		if o.Priority == "" {
+		if o.Priority == "" && x.createdBefore {
+			// B2: the creation flow writes it, as MCM does, and nothing
+			// else (a machine past creation keeps whatever it has).
 			buf[n] = Effect{Kind: KindEnsurePriority, Key: PriorityAnnotation, Value: DefaultPriority}
 			n++
 		}
