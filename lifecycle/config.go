@@ -59,6 +59,12 @@ type Config struct {
 	// Retry maps outcome classes to retry periods and adds backoff and
 	// jitter (retry.DefaultPolicy: ResourceExhausted retried Long).
 	Retry retry.Policy
+	// PredecessorWait bounds how long a new incarnation of a machine's name
+	// waits, from its creation time, for an older one that is still
+	// terminating (Input.PredecessorTerminating). 0 means the machine's
+	// drain timeout, which bounds the older incarnation's own drain. Must
+	// not be negative.
+	PredecessorWait time.Duration
 	// VerifyOwner makes the metadata sub-flow check that the instance
 	// carries the machine's UID as its owner (GetMachineStatus's OwnerUID),
 	// and repair it with UpdateMetadata (seed 000). Turn it off for

@@ -117,6 +117,10 @@ const (
 	WaitCreation
 	// WaitDeletion: being deleted.
 	WaitDeletion
+	// WaitPredecessor: being created, waiting for an older incarnation of
+	// the machine's name to finish terminating, until Config.PredecessorWait
+	// after its creation.
+	WaitPredecessor
 	waitCount
 )
 
@@ -145,6 +149,8 @@ func (w WaitFor) String() string {
 		return "creation"
 	case WaitDeletion:
 		return "deletion"
+	case WaitPredecessor:
+		return "predecessor"
 	}
 	return "unknown-wait"
 }

@@ -48,6 +48,22 @@ type Input struct {
 	// Grant is what the fleet functions allow this machine now (see
 	// [Limit]).
 	Grant Grant
+	// PredecessorTerminating reports that an older incarnation of the
+	// machine's name (another UID) is still terminating: its instance, or
+	// its node, is not gone yet. A machine being created waits for it
+	// before it looks its instance up by name, as a kubelet makes a new pod
+	// wait until the old pod of its name has terminated: that lookup would
+	// find the older incarnation's instance and delete it, while its own
+	// deletion may still be draining its node. The wait is bounded by
+	// Config.PredecessorWait counted from the machine's creation time, and
+	// the creation timeout counts from its end.
+	//
+	// A Kubernetes shell sets it when it sees the older incarnation: an
+	// instance at the provider that carries the machine's name and another
+	// owner UID and whose node still exists, or a node labelled with the
+	// machine's name that carries another instance's providerID and is not
+	// deleted yet. It clears it once neither remains.
+	PredecessorTerminating bool
 	// Outcome reports what happened to the previous decision's effects; nil
 	// at the start of a pass.
 	Outcome *Outcome

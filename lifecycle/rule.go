@@ -134,6 +134,10 @@ const (
 	// instance and the provider has none; it is never created again, health
 	// decides (MCM D9 would create a new VM).
 	RuleCreateInstanceMissing
+	// RuleCreateAwaitPredecessor: an older incarnation of the machine's
+	// name is still terminating; the creation waits for it, bounded by
+	// Config.PredecessorWait, before it looks the instance up by name.
+	RuleCreateAwaitPredecessor
 
 	// RuleHealthWaitJoin: Pending; waiting for the node to join and turn
 	// healthy (H11).
@@ -403,6 +407,8 @@ func (r Rule) info() ruleInfo {
 		return ruleInfo{"create.timeout-lookup", "creation timed out; looking the instance up before failing", ""}
 	case RuleCreateInstanceMissing:
 		return ruleInfo{"create.instance-missing", "past creation the provider has no instance; not creating again", ""}
+	case RuleCreateAwaitPredecessor:
+		return ruleInfo{"create.await-predecessor", "an older incarnation of the name is still terminating; waiting for it", ""}
 	case RuleCreateBackoff:
 		return ruleInfo{"create.backoff", "waiting to retry a failed creation step", ""}
 	case RuleHealthWaitJoin:
