@@ -138,6 +138,9 @@ func (c *Config) Validate() error {
 	positive("ForceDrainAfter", c.ForceDrainAfter)
 	positive("ForcedDrainTimeout", c.ForcedDrainTimeout)
 	positive("EvictRetryInterval", c.EvictRetryInterval)
+	if c.PredecessorWait < 0 {
+		errs = append(errs, fmt.Errorf("%w: PredecessorWait must not be negative, got %v", ErrInvalidConfig, c.PredecessorWait))
+	}
 	if c.MaxEvictRetries < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxEvictRetries must not be negative, got %d", ErrInvalidConfig, c.MaxEvictRetries))
 	}
@@ -215,7 +218,7 @@ func (k *Checked) Valid() bool { return k.pre.valid }
 func (c *Config) valid() bool {
 	if c.CreationTimeout <= 0 || c.HealthTimeout <= 0 || c.DrainTimeout <= 0 || c.WaitCheck <= 0 ||
 		c.MaxEvictRetries < 0 || c.ForceDrainAfter <= 0 || c.ForcedDrainTimeout <= 0 ||
-		c.EvictRetryInterval <= 0 || c.ForcedEvictRetries < 0 {
+		c.EvictRetryInterval <= 0 || c.ForcedEvictRetries < 0 || c.PredecessorWait < 0 {
 		return false
 	}
 	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
@@ -252,6 +255,15 @@ func (c *Config) drainTimeout(o *Object) time.Duration {
 		return o.Overrides.DrainTimeout
 	}
 	return c.DrainTimeout
+}
+
+// predecessorWait bounds the object's wait for an older incarnation of its
+// name: PredecessorWait, else its drain timeout.
+func (c *Config) predecessorWait(o *Object) time.Duration {
+	if c.PredecessorWait > 0 {
+		return c.PredecessorWait
+	}
+	return c.drainTimeout(o)
 }
 
 // maxEvictRetries is MCM's effective eviction retries of a normal drain:

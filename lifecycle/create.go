@@ -28,6 +28,9 @@ import (
 
 // create runs a pass of the creation flow.
 func (x *decider) create() {
+	if x.awaitPredecessor() {
+		return
+	}
 	if x.creating() && x.creationExpired() {
 		st := x.st
 		if st.Stage == StageCreating && st.ProviderID == "" {
@@ -52,7 +55,49 @@ func (x *decider) create() {
 
 // creationDeadline is when the creation timeout passes.
 func (x *decider) creationDeadline() Stamp {
-	return x.deadlineBase(StampOf(x.in.Object.CreationTime)).Add(x.cfg.creationTimeout(&x.in.Object))
+	return x.deadlineBase(x.creationStart()).Add(x.cfg.creationTimeout(&x.in.Object))
+}
+
+// creationStart is when the creation timeout starts counting: the object's
+// creation time, or the end of a wait for an older incarnation of its name.
+func (x *decider) creationStart() Stamp {
+	return later(StampOf(x.in.Object.CreationTime), x.st.CreationFrom)
+}
+
+// awaitPredecessor holds the creation of a new incarnation of a name while
+// an older one is still terminating (Input.PredecessorTerminating): its
+// lookup by name, the next step, would find the older incarnation's
+// instance and delete it while the older machine may still be draining its
+// node. The wait ends when the older incarnation is gone, or at the bound,
+// PredecessorWait after the creation time; while it lasts no creation
+// timeout passes, and the timeout counts from its end (Status.CreationFrom).
+// Only a machine that names no instance and has no creation stage waits.
+// It reports whether the machine waits.
+func (x *decider) awaitPredecessor() bool {
+	st, o := x.st, &x.in.Object
+	if st.Stage != StageNone || x.ref().ProviderID != "" || o.CreationTime.IsZero() {
+		return false
+	}
+	bound := x.predecessorBound()
+	if x.in.PredecessorTerminating && x.now < bound {
+		x.ensure = true
+		x.rule(RuleCreateAwaitPredecessor)
+		set(x, &st.CreationFrom, bound)
+		x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the bound
+		return true
+	}
+	if st.CreationFrom > x.now {
+		// The wait ended before its bound: the creation timeout counts
+		// from now.
+		set(x, &st.CreationFrom, x.now)
+	}
+	return false
+}
+
+// predecessorBound is the latest a wait for an older incarnation ends.
+func (x *decider) predecessorBound() Stamp {
+	o := &x.in.Object
+	return StampOf(o.CreationTime).Add(x.cfg.predecessorWait(o))
 }
 
 // creating reports whether the machine is still being created: no phase
@@ -63,9 +108,10 @@ func (x *decider) creating() bool {
 }
 
 // creationExpired reports whether the creation timeout passed. It counts
-// from the object's creation time (MCM #1110).
+// from the object's creation time (MCM #1110), or from the end of a wait for
+// an older incarnation of the name.
 func (x *decider) creationExpired() bool {
-	return x.expired(StampOf(x.in.Object.CreationTime), x.cfg.creationTimeout(&x.in.Object))
+	return x.expired(x.creationStart(), x.cfg.creationTimeout(&x.in.Object))
 }
 
 // createTimeout fails a machine that was not created in time. The stage is
@@ -226,6 +272,14 @@ func (x *decider) foreignResult(r *driverapi.Result) bool {
 func (x *decider) foreign(r *driverapi.Result) bool {
 	if !x.foreignResult(r) {
 		return false
+	}
+	if x.in.PredecessorTerminating && x.now < x.predecessorBound() {
+		// The older incarnation began terminating after the lookup was
+		// asked: its instance is left to its own deletion.
+		x.rule(RuleCreateAwaitPredecessor)
+		set(x, &x.st.CreationFrom, x.predecessorBound())
+		x.requeue(x.cfg.WaitCheck)
+		return true
 	}
 	x.act(RuleCreateForeignInstance)
 	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing,

@@ -60,7 +60,6 @@ func (x *decider) resync() {
 	x.d.Requeue = retry.Long + retry.JitterIn(x.in.Object.UID, 0, x.pre.resyncWidth)
 }
 
-
 // put appends an effect of kind k and returns it, for the caller to set
 // its other fields: put zeroes the slot, which may still hold an effect of
 // the previous decision (see Decision.reset). Filling the slot in place,
@@ -216,7 +215,8 @@ func (x *decider) node() *Node {
 
 // wakeBy returns the earliest deadline after Now that the machine waits
 // for, as the decision leaves its status, or 0 for none: when its creation
-// timeout passes (no phase, CrashLoopBackOff, Pending), when its health
+// timeout passes (no phase, CrashLoopBackOff, Pending) or its wait for an
+// older incarnation of its name ends, when its health
 // timeout passes (Unknown, InPlaceUpdateFailed, unless disabled), and, at
 // the drain, when the drain timeout or a node NotReady (or with a read-only
 // filesystem) for ForceDrainAfter forces it. While the observer is degraded
@@ -245,6 +245,9 @@ func (x *decider) wakeBy() Stamp {
 	case phase.None, phase.CrashLoopBackOff, phase.Pending:
 		if !in.Object.CreationTime.IsZero() {
 			at = x.soonerAfterNow(at, x.creationDeadline())
+			if in.PredecessorTerminating && st.Phase != phase.Pending {
+				at = x.soonerAfterNow(at, x.predecessorBound())
+			}
 		}
 	case phase.Unknown, phase.InPlaceUpdateFailed:
 		if !in.Object.Overrides.DisableHealthTimeout && st.PhaseSince != 0 {

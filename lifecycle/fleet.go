@@ -36,6 +36,9 @@ type Member struct {
 	// CreationTime and DeletionTime are the object's; DeletionTime is zero
 	// when the machine is not being deleted.
 	CreationTime, DeletionTime Stamp
+	// CreationFrom is the status's: when the creation timeout starts
+	// counting, if later than the creation time.
+	CreationFrom Stamp
 	// ObserverSince is Observer.Since of the input the member was made
 	// from, when the observer was degraded or became healthy again.
 	ObserverSince Stamp
@@ -43,8 +46,8 @@ type Member struct {
 	// Finalizer that the machine's finalizer is on its object.
 	Deleting, Finalizer bool
 	// ObserverDegraded is Observer.Degraded of the input the member was
-	// made from.
-	ObserverDegraded bool
+	// made from; PredecessorTerminating its PredecessorTerminating.
+	ObserverDegraded, PredecessorTerminating bool
 	// DisableHealthTimeout is the machine's spec disableHealthTimeout.
 	DisableHealthTimeout bool
 	// UpdatePending reports that the machine's hot update is not applied
@@ -65,10 +68,7 @@ type Member struct {
 func MemberOf(cfg *Config, in *Input) Member {
 	o, st := &in.Object, &in.Status
 	m := waitMember(o, st, in)
-	m.Name, m.UID, m.Owner, m.ProviderID = o.Name, o.UID, o.Owner, st.ProviderID
-	if m.ProviderID == "" {
-		m.ProviderID = o.ProviderID
-	}
+	m.Name, m.UID, m.Owner = o.Name, o.UID, o.Owner
 	m.UpdatePending = o.UpdateGeneration != st.AppliedGeneration
 	m.MetadataInSync = metadataInSync(cfg.VerifyOwner, o, st)
 	return m

@@ -87,7 +87,7 @@ func TestSummarize(t *testing.T) {
 	pending := fleetMember("c", "uc", "pc", phase.Pending) // created at t0: past the 20m creation timeout
 	unknown := fleetMember("d", "ud", "pd", phase.Unknown)
 	unknown.PhaseSince = lifecycle.StampOf(fleetNow.Add(-5 * time.Minute)) // within the health timeout
-	granted := fleetMember("e", "ue", "pe", phase.Unknown) // past the health timeout, asking the provider
+	granted := fleetMember("e", "ue", "pe", phase.Unknown)                 // past the health timeout, asking the provider
 	granted.Flags = lifecycle.FlagGranted
 	ungranted := fleetMember("i", "ui", "pi", phase.Unknown) // past the health timeout, no grant
 	failed := fleetMember("f", "uf", "pf", phase.Failed)

@@ -15,7 +15,8 @@ import (
 // earliestDeadline is, written out independently of the lifecycle, the
 // earliest deadline after Now that the machine of in waits for once
 // decision d is made: its creation timeout (no phase, CrashLoopBackOff,
-// Pending), its health timeout (Unknown, InPlaceUpdateFailed, unless
+// Pending) and the end of its wait for an older incarnation, its health
+// timeout (Unknown, InPlaceUpdateFailed, unless
 // disabled), or, at the drain, the drain timeout and the time a node
 // NotReady or with a read-only filesystem forces the drain. Timeouts count
 // from the observer's recovery at the earliest, and none fires while the
@@ -61,7 +62,13 @@ func earliestDeadline(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.D
 	switch st.Phase {
 	case phase.None, phase.CrashLoopBackOff, phase.Pending:
 		if !o.CreationTime.IsZero() {
-			consider(base(lifecycle.StampOf(o.CreationTime)).Add(orCfg(o.Overrides.CreationTimeout, cfg.CreationTimeout)))
+			// From the creation time, or from the end of a wait for an
+			// older incarnation of the name.
+			start := max(lifecycle.StampOf(o.CreationTime), st.CreationFrom)
+			consider(base(start).Add(orCfg(o.Overrides.CreationTimeout, cfg.CreationTimeout)))
+			if in.PredecessorTerminating && st.Phase != phase.Pending {
+				consider(lifecycle.StampOf(o.CreationTime).Add(orCfg(cfg.PredecessorWait, orCfg(o.Overrides.DrainTimeout, cfg.DrainTimeout))))
+			}
 		}
 	case phase.Unknown, phase.InPlaceUpdateFailed:
 		if !o.Overrides.DisableHealthTimeout && st.PhaseSince != 0 {

@@ -78,6 +78,11 @@ type Status struct {
 	// MetadataSince is when the current metadata patch was asked; with
 	// Failures.Metadata it sets when the next one may be.
 	MetadataSince Stamp
+	// CreationFrom is when the creation timeout starts counting, when that
+	// is later than the object's creation time: the end of a wait for an
+	// older incarnation of the machine's name (Input.PredecessorTerminating),
+	// and, while the machine waits, the latest that wait may end.
+	CreationFrom Stamp
 }
 
 // Stage is the program counter of the creation and deletion flows: the step

@@ -301,11 +301,12 @@ func (x *decider) outcome() bool {
 // stamp hours ahead would hold every deadline counted from it until the
 // clock caught up; clamped and saved, the deadline counts from Now. A retry
 // time lies ahead by design, so only one further ahead than any backoff
-// sets is clamped.
+// sets is clamped, and so does CreationFrom while the machine waits for its
+// predecessor, so only one beyond that wait's bound is.
 func (x *decider) clampStamps() {
 	st, now := x.st, x.now
 	if st.PhaseSince <= now && st.StageSince <= now && st.MetadataObserved <= now && st.MetadataSince <= now &&
-		st.RetryAfter <= now {
+		st.RetryAfter <= now && st.CreationFrom <= now {
 		return // the common case: nothing ahead, nothing to compute
 	}
 	clamp := func(s *Stamp) {
@@ -321,6 +322,11 @@ func (x *decider) clampStamps() {
 	clamp(&st.MetadataSince)
 	if st.RetryAfter > now && st.RetryAfter.Sub(now) > x.maxBackoff() {
 		clamp(&st.RetryAfter)
+	}
+	if st.CreationFrom > now && st.CreationFrom > x.predecessorBound() {
+		// While a machine waits for its predecessor, CreationFrom is the
+		// wait's bound, ahead by design; beyond it, only a clock put it.
+		clamp(&st.CreationFrom)
 	}
 }
 

@@ -68,14 +68,18 @@ func (m *Member) wait(cfg *Config, now Stamp) Wait {
 	}
 	switch m.Phase {
 	case phase.None, phase.CrashLoopBackOff:
+		if m.PredecessorTerminating && m.Stage == StageNone && m.ProviderID == "" && m.CreationTime != 0 {
+			bound := m.CreationTime.Add(orConfig(cfg.PredecessorWait, orConfig(m.DrainTimeout, cfg.DrainTimeout)))
+			if now < bound {
+				return Wait{For: WaitPredecessor, Since: m.CreationTime, Until: bound}
+			}
+		}
 		if retry {
 			return Wait{For: WaitRetry, Since: m.StageSince, Until: m.RetryAfter}
 		}
-		return Wait{For: WaitCreation, Since: m.CreationTime,
-			Until: m.deadline(m.CreationTime, orConfig(m.CreationTimeout, cfg.CreationTimeout))}
+		return Wait{For: WaitCreation, Since: m.CreationTime, Until: m.creationDeadline(cfg)}
 	case phase.Pending:
-		return Wait{For: WaitNodeJoin, Since: m.PhaseSince,
-			Until: m.deadline(m.CreationTime, orConfig(m.CreationTimeout, cfg.CreationTimeout))}
+		return Wait{For: WaitNodeJoin, Since: m.PhaseSince, Until: m.creationDeadline(cfg)}
 	case phase.Failed:
 		if retry && m.Flags.Has(FlagStaleInstance) {
 			// The deletion of an instance made on a stale node object
@@ -91,6 +95,11 @@ func (m *Member) wait(cfg *Config, now Stamp) Wait {
 		}
 	}
 	return Wait{}
+}
+
+// creationDeadline returns when the member's creation timeout passes.
+func (m *Member) creationDeadline(cfg *Config) Stamp {
+	return m.deadline(later(m.CreationTime, m.CreationFrom), orConfig(m.CreationTimeout, cfg.CreationTimeout))
 }
 
 // deadline returns when a timeout counted from since passes, never counted
@@ -127,14 +136,19 @@ func (x *decider) decideWait() {
 // waitMember returns the member of a machine with the fields its wait
 // reads: those of object o, status st and what the shell observed in in.
 func waitMember(o *Object, st *Status, in *Input) Member {
-	return Member{
+	m := Member{
 		Phase: st.Phase, Stage: st.Stage, Flags: st.Flags, PhaseSince: st.PhaseSince, StageSince: st.StageSince,
-		RetryAfter:   st.RetryAfter,
+		RetryAfter: st.RetryAfter, ProviderID: st.ProviderID, CreationFrom: st.CreationFrom,
 		CreationTime: StampOf(o.CreationTime), DeletionTime: StampOf(o.DeletionTime),
 		ObserverSince: StampOf(in.Observer.Since), ObserverDegraded: in.Observer.Degraded,
-		Deleting: !o.DeletionTime.IsZero(), Finalizer: o.Finalizer, Problem: in.Problem,
+		PredecessorTerminating: in.PredecessorTerminating,
+		Deleting:               !o.DeletionTime.IsZero(), Finalizer: o.Finalizer, Problem: in.Problem,
 		DisableHealthTimeout: o.Overrides.DisableHealthTimeout,
 		HealthTimeout:        o.Overrides.HealthTimeout, CreationTimeout: o.Overrides.CreationTimeout,
 		DrainTimeout: o.Overrides.DrainTimeout,
 	}
+	if m.ProviderID == "" {
+		m.ProviderID = o.ProviderID
+	}
+	return m
 }

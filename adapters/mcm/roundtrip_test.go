@@ -165,6 +165,7 @@ func statusGen() *rapid.Generator[lifecycle.Status] {
 			RejectedGeneration: rapid.Int64().Draw(t, "rejected"),
 			MetadataObserved:   stamp.Draw(t, "metadataObserved"),
 			MetadataSince:      stamp.Draw(t, "metadataSince"),
+			CreationFrom:       stamp.Draw(t, "creationFrom"),
 		}
 		if md := rapid.MapOf(text, text).Draw(t, "metadata"); len(md) > 0 {
 			st.Metadata = md
@@ -229,7 +230,7 @@ func TestEveryStatusFieldIsMapped(t *testing.T) {
 	require.Equal(t, []string{
 		"Phase", "Stage", "Flags", "Failures", "Attempt", "Seq", "PhaseSince", "StageSince", "RetryAfter",
 		"LastOp", "ProviderID", "NodeName", "LastKnownState", "Addresses", "Conditions", "OwnerUID",
-		"AppliedGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince",
+		"AppliedGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince", "CreationFrom",
 	}, names(lifecycle.Status{}))
 	require.Equal(t, []string{"Create", "Health", "Delete", "Update", "Metadata"}, names(lifecycle.Failures{}))
 	require.Equal(t, []string{"Type", "State", "Desc", "ErrorCode", "Detail", "Elapsed"}, names(lastop.Operation{}))

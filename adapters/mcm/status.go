@@ -31,22 +31,23 @@ var ErrInvalidState = errors.New("mcm: invalid machine state")
 // state is the JSON of [StateAnnotation]. Times are RFC 3339 with
 // nanoseconds; zero values are left out.
 type state struct {
-	Stage      string            `json:"stage,omitempty"`
-	StageSince string            `json:"stageSince,omitempty"`
-	PhaseSince string            `json:"phaseSince,omitempty"`
-	RetryAfter string            `json:"retryAfter,omitempty"`
-	Flags      lifecycle.Flags   `json:"flags,omitempty"`
-	Failures   *failures         `json:"failures,omitempty"`
-	Attempt    uint32            `json:"attempt,omitempty"`
-	Seq        uint32            `json:"seq,omitempty"`
-	ProviderID string            `json:"providerID,omitempty"`
-	Node       string            `json:"node,omitempty"`
-	OwnerUID   string            `json:"ownerUID,omitempty"`
-	Applied    int64             `json:"appliedGeneration,omitempty"`
-	Rejected   int64             `json:"rejectedGeneration,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	MetaSeen   string            `json:"metadataObserved,omitempty"`
-	MetaSince  string            `json:"metadataSince,omitempty"`
+	Stage        string            `json:"stage,omitempty"`
+	StageSince   string            `json:"stageSince,omitempty"`
+	PhaseSince   string            `json:"phaseSince,omitempty"`
+	RetryAfter   string            `json:"retryAfter,omitempty"`
+	Flags        lifecycle.Flags   `json:"flags,omitempty"`
+	Failures     *failures         `json:"failures,omitempty"`
+	Attempt      uint32            `json:"attempt,omitempty"`
+	Seq          uint32            `json:"seq,omitempty"`
+	ProviderID   string            `json:"providerID,omitempty"`
+	Node         string            `json:"node,omitempty"`
+	OwnerUID     string            `json:"ownerUID,omitempty"`
+	Applied      int64             `json:"appliedGeneration,omitempty"`
+	Rejected     int64             `json:"rejectedGeneration,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	MetaSeen     string            `json:"metadataObserved,omitempty"`
+	MetaSince    string            `json:"metadataSince,omitempty"`
+	CreationFrom string            `json:"creationFrom,omitempty"`
 	// Op is the structured last operation, kept only when parsing the
 	// rendered description would not give it back.
 	Op *operation `json:"op,omitempty"`
@@ -124,21 +125,22 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 	m.Status.LastKnownState = st.LastKnownState
 
 	s := state{
-		Stage:      stageText(st.Stage),
-		StageSince: stampText(st.StageSince),
-		PhaseSince: stampText(st.PhaseSince),
-		RetryAfter: stampText(st.RetryAfter),
-		Flags:      st.Flags,
-		Attempt:    st.Attempt,
-		Seq:        st.Seq,
-		ProviderID: st.ProviderID,
-		Node:       st.NodeName,
-		OwnerUID:   st.OwnerUID,
-		Applied:    st.AppliedGeneration,
-		Rejected:   st.RejectedGeneration,
-		MetaSeen:   stampText(st.MetadataObserved),
-		MetaSince:  stampText(st.MetadataSince),
-		Check:      check(m),
+		Stage:        stageText(st.Stage),
+		StageSince:   stampText(st.StageSince),
+		PhaseSince:   stampText(st.PhaseSince),
+		RetryAfter:   stampText(st.RetryAfter),
+		Flags:        st.Flags,
+		Attempt:      st.Attempt,
+		Seq:          st.Seq,
+		ProviderID:   st.ProviderID,
+		Node:         st.NodeName,
+		OwnerUID:     st.OwnerUID,
+		Applied:      st.AppliedGeneration,
+		Rejected:     st.RejectedGeneration,
+		MetaSeen:     stampText(st.MetadataObserved),
+		MetaSince:    stampText(st.MetadataSince),
+		CreationFrom: stampText(st.CreationFrom),
+		Check:        check(m),
 	}
 	if f := st.Failures; f != (lifecycle.Failures{}) {
 		s.Failures = &failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata}
@@ -288,7 +290,7 @@ func (s *state) into(st *lifecycle.Status) error {
 		to   *lifecycle.Stamp
 	}{
 		{s.StageSince, &st.StageSince}, {s.PhaseSince, &st.PhaseSince}, {s.RetryAfter, &st.RetryAfter},
-		{s.MetaSeen, &st.MetadataObserved}, {s.MetaSince, &st.MetadataSince},
+		{s.MetaSeen, &st.MetadataObserved}, {s.MetaSince, &st.MetadataSince}, {s.CreationFrom, &st.CreationFrom},
 	}
 	for _, x := range stamps {
 		if *x.to, err = parseStamp(x.text); err != nil {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
 )
 
 // The simulated cluster: nodes live in their instances (a node is named
@@ -20,6 +21,21 @@ func (w *shard) nodeNamed(name string) int32 {
 		return -1
 	}
 	return int32(i)
+}
+
+// predecessorTerminating reports, as a shell finds it, whether an older
+// incarnation of m's name is still terminating: an instance of the name
+// made for another UID is alive and its node still exists.
+func (w *shard) predecessorTerminating(m *machine) bool {
+	if m.st.ProviderID != "" || m.st.Phase != phase.None && m.st.Phase != phase.CrashLoopBackOff {
+		return false // only a machine being created asks
+	}
+	for i := w.slotInst[m.slot]; i >= 0; i = w.inst[i].prevInSlot {
+		if x := &w.inst[i]; x.alive && x.creator != m.obj.UID && x.node.exists {
+			return true
+		}
+	}
+	return false
 }
 
 // findNode finds a machine's node as a shell does: by the machine's node
@@ -79,6 +95,7 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	in.Status = m.st
 	in.TokenExists = m.bits&mToken != 0
 	in.Grant = lifecycle.Grant{Fail: m.bits&mGrant != 0}
+	in.PredecessorTerminating = w.predecessorTerminating(m)
 	in.NodeReadFailed = false
 	i := w.findNode(m)
 	if w.fault(w.o.NodeReadFail) {

@@ -35,8 +35,9 @@ var ErrPromise = errors.New("lifecycle promise broken")
 //     or for a machine past creation;
 //   - DeleteMachine asked for a machine not being deleted only for an
 //     instance proven not to be this incarnation's (a stale-node instance,
-//     another incarnation's), and for a deleting one only after its drain
-//     succeeded, was forced or was skipped;
+//     another incarnation's, but not while that incarnation is still
+//     terminating and the wait for it lasts), and for a deleting one only
+//     after its drain succeeded, was forced or was skipped;
 //   - the finalizer removed only after the instance is confirmed gone, at
 //     the last deletion stage;
 //   - Failed only after the creation timeout, the health timeout with the
@@ -99,6 +100,8 @@ func Check(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision) er
 		stale := st.Flags.Has(lifecycle.FlagStaleInstance) && d.Call.Machine.ProviderID == st.ProviderID && st.ProviderID != ""
 		drained := st.Flags&(lifecycle.FlagDrainSucceeded|lifecycle.FlagDrainForced|lifecycle.FlagDrainSkipped) != 0
 		switch {
+		case foreign && in.PredecessorTerminating && predecessorWaits(cfg, in):
+			return fail("DeleteMachine of an older incarnation's instance while it is still terminating")
 		case foreign || stale:
 		case !deleting:
 			return fail("DeleteMachine for a machine not being deleted")
@@ -129,6 +132,20 @@ func Check(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision) er
 		}
 	}
 	return nil
+}
+
+// predecessorWaits reports whether a new incarnation still waits for an
+// older one that is terminating: before Config.PredecessorWait (else the
+// drain timeout) after its creation time.
+func predecessorWaits(cfg *lifecycle.Config, in *lifecycle.Input) bool {
+	wait := cfg.PredecessorWait
+	if wait == 0 {
+		wait = cfg.DrainTimeout
+		if t := in.Object.Overrides.DrainTimeout; t > 0 {
+			wait = t
+		}
+	}
+	return !in.Object.CreationTime.IsZero() && in.Now.Before(in.Object.CreationTime.Add(wait))
 }
 
 // checkFailed checks a change to Failed.

@@ -123,6 +123,10 @@ const (
 	// operation that names no step (MCM's MachineSet's "Deleting machine
 	// from cloud provider").
 	StartAdoptedDeletingUnknownStep
+	// StartNewWhilePredecessorTerminates is StartNewOverOldInstance while
+	// that older incarnation is still terminating
+	// (Input.PredecessorTerminating); it finishes as a fair event.
+	StartNewWhilePredecessorTerminates
 )
 
 // String names the start state.
@@ -140,6 +144,8 @@ func (p Start) String() string {
 		return "machine another controller left deleting at the drain"
 	case StartAdoptedDeletingUnknownStep:
 		return "machine another controller left deleting at no known step"
+	case StartNewWhilePredecessorTerminates:
+		return "new machine while an older incarnation of its name terminates"
 	}
 	return fmt.Sprintf("Start(%d)", uint8(p))
 }
@@ -216,7 +222,7 @@ func Explorations() []Exploration {
 	return []Exploration{
 		{Name: "creation, health and the limiter",
 			Events: EventsFair | EventNodeHealth | EventNodeGone | EventObserver | EventGrant | EventInstanceGone,
-			Starts: []Start{StartNew, StartNewOverOldInstance}},
+			Starts: []Start{StartNew, StartNewOverOldInstance, StartNewWhilePredecessorTerminates}, MaxStates: 1_000_000},
 		{Name: "deletion at any point",
 			Events: EventsFair | EventDelete | EventForceDeletion | EventNodeGone | EventForeignNode,
 			Starts: []Start{StartNew, StartRunning}, MaxStates: 1_000_000},

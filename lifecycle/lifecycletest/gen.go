@@ -98,6 +98,7 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 			RejectedGeneration: rapid.Int64Range(0, 2).Draw(t, "rejected generation"),
 			MetadataObserved:   Stamps().Draw(t, "metadata observed"),
 			MetadataSince:      Stamps().Draw(t, "metadata since"),
+			CreationFrom:       Stamps().Draw(t, "creation from"),
 		}
 		st.Failures.Create = uint8(rapid.IntRange(0, 3).Draw(t, "create failures"))
 		st.Failures.Delete = uint8(rapid.IntRange(0, 3).Draw(t, "delete failures"))
@@ -162,13 +163,14 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 				ForceDeletion:    rapid.IntRange(0, 5).Draw(t, "force deletion") == 0,
 				UpdateGeneration: rapid.Int64Range(0, 2).Draw(t, "desired generation"),
 			},
-			Status:            Statuses().Draw(t, "status"),
-			Node:              Nodes().Draw(t, "node"),
-			NodeReadFailed:    rapid.IntRange(0, 9).Draw(t, "node read failed") == 0,
-			VolumeAttachments: rapid.IntRange(0, 2).Draw(t, "volume attachments"),
-			TokenExists:       rapid.Bool().Draw(t, "token"),
-			Problem:           lifecycle.Problem(rapid.OneOf(rapid.Just(0), rapid.IntRange(0, 5)).Draw(t, "problem")),
-			Grant:             lifecycle.Grant{Fail: rapid.Bool().Draw(t, "grant")},
+			Status:                 Statuses().Draw(t, "status"),
+			Node:                   Nodes().Draw(t, "node"),
+			NodeReadFailed:         rapid.IntRange(0, 9).Draw(t, "node read failed") == 0,
+			VolumeAttachments:      rapid.IntRange(0, 2).Draw(t, "volume attachments"),
+			TokenExists:            rapid.Bool().Draw(t, "token"),
+			Problem:                lifecycle.Problem(rapid.OneOf(rapid.Just(0), rapid.IntRange(0, 5)).Draw(t, "problem")),
+			Grant:                  lifecycle.Grant{Fail: rapid.Bool().Draw(t, "grant")},
+			PredecessorTerminating: rapid.IntRange(0, 5).Draw(t, "predecessor terminating") == 0,
 		}
 		if rapid.Bool().Draw(t, "metadata") {
 			in.Object.Metadata = map[string]string{"team": rapid.SampledFrom([]string{"a", "b"}).Draw(t, "team")}

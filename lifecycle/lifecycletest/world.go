@@ -105,9 +105,12 @@ type wState struct {
 	token   bool
 	inst    wInstance // this incarnation's instance
 	oldInst bool      // an instance of an older incarnation of the name
-	node    int       // 0 none, 1 own, 2 foreign (another instance's, named wNode)
-	healthy bool
-	taint   bool
+	// predecessor: that older incarnation is still terminating (its node
+	// still there), as the shell reports it (Input.PredecessorTerminating).
+	predecessor bool
+	node        int // 0 none, 1 own, 2 foreign (another instance's, named wNode)
+	healthy     bool
+	taint       bool
 	// volumes of the own node: 0 none, 1 attached with live
 	// VolumeAttachments, 2 attachments deleted but the volumes still
 	// attached.
@@ -124,7 +127,8 @@ type wState struct {
 // input is what the shell would pass to Step in this state.
 func (s *wState) input() lifecycle.Input {
 	in := lifecycle.Input{Now: s.now, Object: s.obj, Status: s.st, TokenExists: s.token,
-		Grant: lifecycle.Grant{Fail: s.grant}, Outcome: s.outcome, Problem: s.problem}
+		Grant: lifecycle.Grant{Fail: s.grant}, Outcome: s.outcome, Problem: s.problem,
+		PredecessorTerminating: s.predecessor}
 	if s.gone {
 		in.Object = lifecycle.Object{}
 	}
@@ -223,12 +227,13 @@ func (s *wState) invariant() string {
 // startState returns the state a [Start] names, with variants v.
 func startState(p Start, v Variants) wState {
 	s := wState{now: Epoch.Add(time.Minute), obj: lifecycle.Object{Name: wName, UID: wUID, Owner: "ms",
-		CreationTime: Epoch}, oldInst: p == StartNewOverOldInstance, grant: true}
+		CreationTime: Epoch}, oldInst: p == StartNewOverOldInstance || p == StartNewWhilePredecessorTerminates,
+		predecessor: p == StartNewWhilePredecessorTerminates, grant: true}
 	if v&VariantHealthTimeoutDisabled != 0 {
 		s.obj.Overrides.DisableHealthTimeout = true
 	}
 	switch p {
-	case StartNew, StartNewOverOldInstance:
+	case StartNew, StartNewOverOldInstance, StartNewWhilePredecessorTerminates:
 		return s
 	}
 	// A machine created an hour ago, with its instance and its healthy

@@ -201,6 +201,9 @@ func (s *wState) events(allowed Events, v Variants) []wTransition {
 	if s.node == 2 {
 		add(0, "foreign node goes", true, func(n *wState) { n.node = 0 })
 	}
+	if s.predecessor {
+		add(0, "the older incarnation finishes terminating", true, func(n *wState) { n.predecessor, n.oldInst = false, false })
+	}
 	if s.inst.exists {
 		add(EventInstanceGone, "instance vanishes", false, func(n *wState) {
 			n.inst = wInstance{}

@@ -37,10 +37,12 @@ type wKey struct {
 
 	finalizer, deleting, force, nodeLabel, specPID, priority, desiredMeta, gone, held, token bool
 
-	instExists, instInitialized, instAtGeneration, instOwned bool
-	oldInst, healthy, taint, nodeReadFailed, degraded, grant bool
+	instExists, instInitialized, instAtGeneration, instOwned              bool
+	oldInst, predecessor, healthy, taint, nodeReadFailed, degraded, grant bool
+	// creationFrom: 0 unset, 1 ahead (a wait for the predecessor), 2 passed.
+	creationFrom uint8
 
-	pastCreation, pastHealth, pastDrain, retryWait, observerSince, midPass bool
+	pastCreation, pastHealth, pastDrain, pastPredecessor, retryWait, observerSince, midPass bool
 
 	out wOutcomeKey
 }
@@ -63,7 +65,7 @@ type wOutcomeKey struct {
 func (s *wState) key() wKey {
 	st, o := &s.st, &s.obj
 	n := lifecycle.StampOf(s.now)
-	after := func(since lifecycle.Stamp, d time.Duration) bool { return since != 0 && n.Sub(since) > d }
+	after := func(since lifecycle.Stamp, d time.Duration) bool { return since != 0 && n.Sub(since) >= d }
 	obs := lifecycle.StampOf(s.obsSince)
 	base := func(x lifecycle.Stamp) lifecycle.Stamp {
 		if obs > x {
@@ -86,11 +88,20 @@ func (s *wState) key() wKey {
 		specPID: o.ProviderID != "", priority: o.Priority != "", desiredMeta: len(o.Metadata) > 0, gone: s.gone,
 		held: s.held, token: s.token, instExists: in.exists, instInitialized: in.initialized,
 		instAtGeneration: in.generation == o.UpdateGeneration, instOwned: in.owner == o.UID, oldInst: s.oldInst,
-		healthy: s.healthy, taint: s.taint, nodeReadFailed: s.nodeReadFailed, degraded: s.degraded, grant: s.grant,
-		pastCreation: n.Sub(base(lifecycle.StampOf(o.CreationTime))) > wCfg.CreationTimeout,
+		predecessor: s.predecessor,
+		healthy:     s.healthy, taint: s.taint, nodeReadFailed: s.nodeReadFailed, degraded: s.degraded, grant: s.grant,
+		pastCreation: n.Sub(base(max(lifecycle.StampOf(o.CreationTime), st.CreationFrom))) >= wCfg.CreationTimeout,
 		pastHealth:   after(base(st.PhaseSince), wCfg.HealthTimeout),
-		pastDrain:    !o.DeletionTime.IsZero() && n.Sub(lifecycle.StampOf(o.DeletionTime)) > wCfg.DrainTimeout,
-		retryWait:    st.RetryAfter > n, observerSince: obs != 0, midPass: s.steps > 0,
+		pastDrain:    !o.DeletionTime.IsZero() && n.Sub(lifecycle.StampOf(o.DeletionTime)) >= wCfg.DrainTimeout,
+		// The bound of the wait for the predecessor: the drain timeout.
+		pastPredecessor: s.predecessor && n.Sub(lifecycle.StampOf(o.CreationTime)) >= wCfg.DrainTimeout,
+		retryWait:       st.RetryAfter > n, observerSince: obs != 0, midPass: s.steps > 0,
+	}
+	switch {
+	case st.CreationFrom > n:
+		k.creationFrom = 1
+	case st.CreationFrom != 0:
+		k.creationFrom = 2
 	}
 	if st.Phase == phase.Terminating && st.Stage == lifecycle.StageNone {
 		k.adoptDesc, k.adoptStep = st.LastOp.Desc, lastop.StepOf(st.LastOp.Detail)

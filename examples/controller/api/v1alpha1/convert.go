@@ -61,6 +61,7 @@ func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now tim
 			Metadata:           st.Metadata,
 			MetadataObserved:   stampText(st.MetadataObserved),
 			MetadataSince:      stampText(st.MetadataSince),
+			CreationFrom:       stampText(st.CreationFrom),
 		},
 	}
 	if st.LastOp.Desc != lastop.DescNone {
@@ -139,6 +140,8 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	st.MetadataObserved, err = parseStamp("metadataObserved", l.MetadataObserved)
 	errs = append(errs, err)
 	st.MetadataSince, err = parseStamp("metadataSince", l.MetadataSince)
+	errs = append(errs, err)
+	st.CreationFrom, err = parseStamp("creationFrom", l.CreationFrom)
 	errs = append(errs, err)
 	if l.Operation.Desc != "" {
 		op.Desc, err = lastop.ParseDesc(l.Operation.Desc)

@@ -63,6 +63,7 @@ func randomStatus(r *rand.Rand) lifecycle.Status {
 		Metadata:           map[string]string{text(): text(), "team": text()},
 		MetadataObserved:   stamp(),
 		MetadataSince:      stamp(),
+		CreationFrom:       stamp(),
 	}
 	for range 1 + r.IntN(3) {
 		st.Addresses = append(st.Addresses, driverapi.Address{Type: "InternalIP", Address: text()})

@@ -215,6 +215,11 @@ type LifecycleState struct {
 	// MetadataSince is when the current metadata patch was asked.
 	// +optional
 	MetadataSince string `json:"metadataSince,omitempty"`
+	// CreationFrom is when the creation timeout starts counting, when later
+	// than the creation time: the end of a wait for an older incarnation of
+	// the machine's name.
+	// +optional
+	CreationFrom string `json:"creationFrom,omitempty"`
 }
 
 // Failures count consecutive failures per sub-flow.
