@@ -26,6 +26,11 @@ const (
 	// RuleInvalidStatus: the status holds an unknown phase, stage or flag;
 	// nothing is done and the status is kept as it is.
 	RuleInvalidStatus
+	// RuleInputOutOfRange: a time of the input lies outside the years a
+	// Stamp holds (1678 to 2262), or a per-machine setting is out of range
+	// (a negative timeout, more than MaxNodeConditions condition types);
+	// nothing is done and the status is kept as it is.
+	RuleInputOutOfRange
 
 	// RulePersistConflict: saving the previous decision's status met a
 	// conflict; retry after the conflict period.
@@ -333,6 +338,8 @@ func (r Rule) info() ruleInfo {
 		return ruleInfo{"input.invalid-object", "the machine object lacks a name or a UID", ""}
 	case RuleInvalidStatus:
 		return ruleInfo{"input.invalid-status", "the status holds an unknown phase, stage or flag", ""}
+	case RuleInputOutOfRange:
+		return ruleInfo{"input.out-of-range", "a time or a per-machine setting of the input is out of range", "InputOutOfRange"}
 	case RulePersistConflict:
 		return ruleInfo{"outcome.persist-conflict", "saving the status met a conflict", ""}
 	case RulePersistFailed:

@@ -1,6 +1,9 @@
 package lifecycle
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Stamp is a point in time kept in a [Status]: Unix nanoseconds, with 0
 // meaning "unset". The status stores stamps instead of [time.Time] values
@@ -8,12 +11,32 @@ import "time"
 // cost of a step. Stamps cover the years 1678 to 2262.
 type Stamp int64
 
-// StampOf returns the stamp of t; the zero time gives the unset stamp 0.
+// The extreme stamps, which StampOf saturates to.
+const (
+	minStamp = Stamp(math.MinInt64)
+	maxStamp = Stamp(math.MaxInt64)
+)
+
+// StampOf returns the stamp of t; the zero time gives the unset stamp 0. A
+// time outside the years a Stamp holds gives the nearest extreme stamp
+// instead of wrapping around (see InStampRange).
 func StampOf(t time.Time) Stamp {
 	if t.IsZero() {
 		return 0
 	}
 	return Stamp(t.UnixNano())
+}
+
+// InStampRange reports whether t lies within the times a Stamp holds: the
+// years 1678 to 2262, or the zero time (the unset stamp). StampOf saturates
+// a time outside; Step refuses one (rule input.out-of-range), and a shell
+// reading stamps back refuses them too.
+func InStampRange(t time.Time) bool {
+	if t.IsZero() {
+		return true
+	}
+	s := StampOf(t)
+	return s != minStamp && s != maxStamp
 }
 
 // Time returns the stamp as a UTC time; the unset stamp gives the zero time.
