@@ -24,8 +24,21 @@ func StampOf(t time.Time) Stamp {
 	if t.IsZero() {
 		return 0
 	}
+	// t.UnixNano wraps around outside the range; seconds do not.
+	switch s := t.Unix(); {
+	case s > maxStampSec, s == maxStampSec && int64(t.Nanosecond()) > maxStampNsec:
+		return maxStamp
+	case s < minStampSec, s == minStampSec && int64(t.Nanosecond()) < minStampNsec:
+		return minStamp
+	}
 	return Stamp(t.UnixNano())
 }
+
+// The extreme stamps in seconds and nanoseconds, as time.Time splits them.
+const (
+	maxStampSec, maxStampNsec = math.MaxInt64 / int64(time.Second), math.MaxInt64 % int64(time.Second)
+	minStampSec, minStampNsec = math.MinInt64/int64(time.Second) - 1, int64(time.Second) + math.MinInt64%int64(time.Second)
+)
 
 // InStampRange reports whether t lies within the times a Stamp holds: the
 // years 1678 to 2262, or the zero time (the unset stamp). StampOf saturates
