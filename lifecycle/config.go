@@ -119,6 +119,16 @@ func DefaultNodeConditions() []string {
 	return []string{"KernelDeadlock", "ReadonlyFilesystem", "DiskPressure", "NetworkUnavailable"}
 }
 
+// MaxTimeout bounds every duration of a Config and of a machine's
+// [Overrides]: a year. Durations near the limit of a time.Duration would
+// overflow once added to a time or doubled.
+const MaxTimeout = 365 * 24 * time.Hour
+
+// MaxNodeConditions bounds the node condition types a Config or a machine
+// watches. A node's conditions are checked against them one by one, so the
+// check stays linear in the node's conditions and allocates nothing.
+const MaxNodeConditions = 64
+
 // ErrInvalidConfig is wrapped by every error [Config.Validate] returns.
 var ErrInvalidConfig = errors.New("lifecycle: invalid config")
 
@@ -127,8 +137,11 @@ var ErrInvalidConfig = errors.New("lifecycle: invalid config")
 func (c *Config) Validate() error {
 	var errs []error
 	positive := func(name string, d time.Duration) {
-		if d <= 0 {
+		switch {
+		case d <= 0:
 			errs = append(errs, fmt.Errorf("%w: %s must be positive, got %v", ErrInvalidConfig, name, d))
+		case d > MaxTimeout:
+			errs = append(errs, fmt.Errorf("%w: %s must be at most %v, got %v", ErrInvalidConfig, name, MaxTimeout, d))
 		}
 	}
 	positive("CreationTimeout", c.CreationTimeout)
@@ -138,8 +151,11 @@ func (c *Config) Validate() error {
 	positive("ForceDrainAfter", c.ForceDrainAfter)
 	positive("ForcedDrainTimeout", c.ForcedDrainTimeout)
 	positive("EvictRetryInterval", c.EvictRetryInterval)
-	if c.PredecessorWait < 0 {
-		errs = append(errs, fmt.Errorf("%w: PredecessorWait must not be negative, got %v", ErrInvalidConfig, c.PredecessorWait))
+	if c.PredecessorWait < 0 || c.PredecessorWait > MaxTimeout {
+		errs = append(errs, fmt.Errorf("%w: PredecessorWait must be within 0..%v, got %v", ErrInvalidConfig, MaxTimeout, c.PredecessorWait))
+	}
+	if len(c.NodeConditions) > MaxNodeConditions {
+		errs = append(errs, fmt.Errorf("%w: NodeConditions has %d types, more than %d", ErrInvalidConfig, len(c.NodeConditions), MaxNodeConditions))
 	}
 	if c.MaxEvictRetries < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxEvictRetries must not be negative, got %d", ErrInvalidConfig, c.MaxEvictRetries))
@@ -216,9 +232,14 @@ func (k *Checked) Valid() bool { return k.pre.valid }
 
 // valid is Validate without building errors, for the hot path.
 func (c *Config) valid() bool {
-	if c.CreationTimeout <= 0 || c.HealthTimeout <= 0 || c.DrainTimeout <= 0 || c.WaitCheck <= 0 ||
-		c.MaxEvictRetries < 0 || c.ForceDrainAfter <= 0 || c.ForcedDrainTimeout <= 0 ||
-		c.EvictRetryInterval <= 0 || c.ForcedEvictRetries < 0 || c.PredecessorWait < 0 {
+	for _, d := range [...]time.Duration{c.CreationTimeout, c.HealthTimeout, c.DrainTimeout, c.WaitCheck,
+		c.ForceDrainAfter, c.ForcedDrainTimeout, c.EvictRetryInterval} {
+		if d <= 0 || d > MaxTimeout {
+			return false
+		}
+	}
+	if c.MaxEvictRetries < 0 || c.ForcedEvictRetries < 0 || c.PredecessorWait < 0 || c.PredecessorWait > MaxTimeout ||
+		len(c.NodeConditions) > MaxNodeConditions {
 		return false
 	}
 	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
@@ -230,7 +251,8 @@ func (c *Config) valid() bool {
 		}
 	}
 	p := &c.Retry // retry.Policy.Validate's checks, without building an error
-	return p.ResourceExhausted >= 0 && p.MaxBackoff >= 0 && p.JitterPercent >= 0 && p.JitterPercent <= 100
+	return p.ResourceExhausted >= 0 && p.ResourceExhausted <= retry.MaxPeriod && p.MaxBackoff >= 0 &&
+		p.MaxBackoff <= retry.MaxPeriod && p.JitterPercent >= 0 && p.JitterPercent <= 100
 }
 
 // creationTimeout is the effective creation timeout of the object.

@@ -61,7 +61,7 @@ func (x *decider) creationDeadline() Stamp {
 // creationStart is when the creation timeout starts counting: the object's
 // creation time, or the end of a wait for an older incarnation of its name.
 func (x *decider) creationStart() Stamp {
-	return later(StampOf(x.in.Object.CreationTime), x.st.CreationFrom)
+	return later(x.created, x.st.CreationFrom)
 }
 
 // awaitPredecessor holds the creation of a new incarnation of a name while
@@ -96,8 +96,7 @@ func (x *decider) awaitPredecessor() bool {
 
 // predecessorBound is the latest a wait for an older incarnation ends.
 func (x *decider) predecessorBound() Stamp {
-	o := &x.in.Object
-	return StampOf(o.CreationTime).Add(x.cfg.predecessorWait(o))
+	return x.created.Add(x.cfg.predecessorWait(&x.in.Object))
 }
 
 // creating reports whether the machine is still being created: no phase

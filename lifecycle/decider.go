@@ -145,6 +145,7 @@ func (x *decider) setStage(s Stage) {
 }
 
 func (x *decider) setOp(op lastop.Operation) {
+	op.Detail = boundDetail(op.Detail) // a provider's message may be long
 	if x.st.LastOp != op {
 		x.st.LastOp = op
 		x.changed = true
@@ -233,7 +234,7 @@ func (x *decider) wakeBy() Stamp {
 		if st.Stage != StageDrain || st.Flags&flagsDrained != 0 || in.Object.ForceDeletion {
 			return 0
 		}
-		at = x.soonerAfterNow(at, StampOf(in.Object.DeletionTime).Add(x.cfg.drainTimeout(&in.Object)))
+		at = x.soonerAfterNow(at, x.deleted.Add(x.cfg.drainTimeout(&in.Object)))
 		for i := range st.Conditions {
 			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
 				at = x.soonerAfterNow(at, c.Since.Add(x.cfg.ForceDrainAfter))
@@ -292,7 +293,7 @@ func (x *decider) elapsed(since Stamp) time.Duration {
 // before the observer was last healthy again (MCM #680, #679).
 func (x *decider) deadlineBase(since Stamp) Stamp {
 	if ob := &x.in.Observer; !ob.Degraded {
-		return later(since, StampOf(ob.Since))
+		return later(since, x.observed)
 	}
 	return since
 }

@@ -306,7 +306,7 @@ type drainMode struct {
 func (x *decider) drainMode() drainMode {
 	o := &x.in.Object
 	m := drainMode{timeout: x.cfg.drainTimeout(o), retries: x.cfg.maxEvictRetries(o)}
-	spent := x.elapsed(StampOf(o.DeletionTime))
+	spent := x.elapsed(x.deleted)
 	if o.ForceDeletion || spent >= m.timeout {
 		return drainMode{force: true, timeout: x.cfg.ForcedDrainTimeout, retries: x.cfg.ForcedEvictRetries}
 	}

@@ -125,11 +125,18 @@
 // Bad input gets a clear rule, never a panic, and loses nothing: a zero Now
 // (input.zero-now), an object without name or UID (input.invalid-object), an
 // unknown phase or stage in the status (input.invalid-status), an invalid
-// Config (input.invalid-config). Input Step can work around is reported in
-// [Decision.Anomalies]: a clock behind the creation time (no deadline
-// fires), a driver code outside 0..17 (treated as undecodable), a driver
-// that answers OK without a providerID or node name (nothing is recorded,
-// the creation intent stays), an outcome of an older decision (ignored).
+// Config (input.invalid-config: a duration above [MaxTimeout], more than
+// [MaxNodeConditions] condition types, ...), a time outside the years a
+// [Stamp] holds or a per-machine setting out of range (input.out-of-range).
+// Input Step can work around is reported in [Decision.Anomalies]: a clock
+// behind the creation time (no deadline fires), a status stamp after Now
+// (clamped to Now and saved), a driver code outside 0..17 (treated as
+// undecodable), a driver that answers OK without a providerID or node name
+// (nothing is recorded, the creation intent stays), an outcome of an older
+// decision or of an op the status could not have emitted (ignored), a
+// status without the lifecycle's own record of where the machine is
+// (adopted). A LastOperation detail (a provider's message, a list of
+// metadata keys) is bounded by [MaxDetail].
 //
 // # Cost
 //

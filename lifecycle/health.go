@@ -60,7 +60,7 @@ func (x *decider) health() {
 			// The state differs, so the operation does: set without
 			// comparing.
 			st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
-				Elapsed: x.elapsed(StampOf(x.in.Object.CreationTime))}
+				Elapsed: x.elapsed(x.created)}
 			x.changed = true
 		} else {
 			x.rule(RuleHealthRejoined)

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
@@ -121,7 +120,7 @@ func (x *decider) patch() {
 	set(x, &st.MetadataSince, x.now)
 	set(x, &st.Flags, st.Flags|FlagMetadataUnverified)
 	x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateProcessing, Desc: lastop.DescMetadataPending,
-		Detail: strings.Join(keys, ", ")})
+		Detail: keyList(keys)})
 	x.call(driverapi.Call{Method: driverapi.MethodUpdateMetadata, Machine: x.ref(), Metadata: toSet, Remove: remove})
 	x.requeue(retry.Short)
 }

@@ -97,6 +97,8 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
 	x.pre = pre
 	x.now = StampOf(in.Now)
+	x.created, x.deleted = StampOf(in.Object.CreationTime), StampOf(in.Object.DeletionTime)
+	x.observed = StampOf(in.Observer.Since)
 	x.createdBefore = d.Status.Phase == phase.None || d.Status.Phase == phase.CrashLoopBackOff
 
 	// Validate the input, consume the outcome, and dispatch.
@@ -116,6 +118,9 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		x.requeue(retry.Short)
 	case !st.Phase.Valid() || !st.Stage.Valid() || st.Flags&^flagsKnown != 0:
 		x.rule(RuleInvalidStatus)
+		x.requeue(retry.Long)
+	case x.outOfRange():
+		x.rule(RuleInputOutOfRange)
 		x.requeue(retry.Long)
 	default:
 		x.clampStamps()
@@ -178,6 +183,9 @@ type decider struct {
 	opRule Rule
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
+	// created, deleted and observed are the stamps of the object's creation
+	// and deletion times and of the observer's Since, read once.
+	created, deleted, observed Stamp
 	// createdBefore: the machine had no phase or was in CrashLoopBackOff
 	// when the step began, so the step ran the creation flow (MCM writes
 	// the priority annotation there only).
@@ -293,6 +301,25 @@ func (x *decider) outcome() bool {
 		return false
 	}
 	return true
+}
+
+// outOfRange reports whether a time of the input lies outside the years a
+// Stamp holds (StampOf saturated it), or a per-machine setting is out of
+// range: a negative or huge timeout, more than MaxNodeConditions condition
+// types.
+func (x *decider) outOfRange() bool {
+	for _, s := range [...]Stamp{x.now, x.created, x.deleted, x.observed} {
+		if s == minStamp || s == maxStamp {
+			return true
+		}
+	}
+	ov := &x.in.Object.Overrides
+	for _, d := range [...]time.Duration{ov.CreationTimeout, ov.HealthTimeout, ov.DrainTimeout} {
+		if d < 0 || d > MaxTimeout {
+			return true
+		}
+	}
+	return ov.MaxEvictRetries < 0 || len(ov.NodeConditions) > MaxNodeConditions
 }
 
 // clampStamps sets every stamp of the status that lies after Now to Now

@@ -85,14 +85,23 @@ func DefaultPolicy() Policy {
 	return Policy{ResourceExhausted: Long, MaxBackoff: Long, JitterPercent: 10}
 }
 
-// Validate reports the first invalid field of p: a negative duration, or a
-// JitterPercent outside 0..100.
+// MaxPeriod bounds the periods of a Policy: a year. A period near the
+// limit of a time.Duration overflows once doubled or added to a time.
+const MaxPeriod = 365 * 24 * time.Hour
+
+// Validate reports the first invalid field of p: a negative duration or one
+// above MaxPeriod, or a JitterPercent outside 0..100.
 func (p Policy) Validate() error {
-	if p.ResourceExhausted < 0 {
-		return fmt.Errorf("retry: ResourceExhausted must not be negative, got %v", p.ResourceExhausted)
-	}
-	if p.MaxBackoff < 0 {
-		return fmt.Errorf("retry: MaxBackoff must not be negative, got %v", p.MaxBackoff)
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"ResourceExhausted", p.ResourceExhausted}, {"MaxBackoff", p.MaxBackoff}} {
+		switch {
+		case f.d < 0:
+			return fmt.Errorf("retry: %s must not be negative, got %v", f.name, f.d)
+		case f.d > MaxPeriod:
+			return fmt.Errorf("retry: %s must be at most %v, got %v", f.name, MaxPeriod, f.d)
+		}
 	}
 	if p.JitterPercent < 0 || p.JitterPercent > 100 {
 		return fmt.Errorf("retry: JitterPercent must be within 0..100, got %d", p.JitterPercent)
