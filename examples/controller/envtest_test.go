@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -344,6 +345,69 @@ func TestFailingDriverPutsMachineInCrashLoopBackOff(t *testing.T) {
 	// Once the provider recovers the machine is created.
 	provider.FailCreate("m-crash", driverapi.OK)
 	waitPhase(t, ns, "m-crash", "Pending", 30*time.Second)
+}
+
+func TestStampAheadOfTheClockIsClampedAndReported(t *testing.T) {
+	needEnv(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	bringUp(t, ns, "m-clamp", time.Minute)
+	key := client.ObjectKey{Namespace: ns, Name: "m-clamp"}
+	ctx := context.Background()
+	before := metricValue(t, "purelifecycle_anomalies_total", "anomaly", "stamp-clamped")
+
+	// Write a phase start an hour ahead, as a controller whose clock runs
+	// ahead would.
+	ahead := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := &v1alpha1.Machine{}
+		if err := k8s.Get(ctx, key, m); err != nil {
+			return err
+		}
+		m.Status.Lifecycle.PhaseSince = ahead.Format(time.RFC3339Nano)
+		m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(ahead)
+		return k8s.Status().Update(ctx, m)
+	}))
+	// A status write does not start a pass; an annotation does.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := &v1alpha1.Machine{}
+		if err := k8s.Get(ctx, key, m); err != nil {
+			return err
+		}
+		metav1.SetMetaDataAnnotation(&m.ObjectMeta, "test.purelifecycle.dev/poke", "clamp")
+		return k8s.Update(ctx, m)
+	}))
+
+	eventually(t, 20*time.Second, "phase start clamped", func() (bool, string) {
+		m := getMachine(t, ns, "m-clamp")
+		st, err := m.Status.ToLifecycle()
+		return err == nil && st.PhaseSince.Time().Before(ahead), fmt.Sprintf("phaseSince %q, error %v",
+			m.Status.Lifecycle.PhaseSince, err)
+	})
+	eventually(t, 20*time.Second, "anomaly event recorded", func() (bool, string) {
+		notes := eventNotes(t, ns, "m-clamp", "StatusStampClamped")
+		return len(notes) > 0, fmt.Sprint(eventReasons(t, ns, "m-clamp"))
+	})
+	note := eventNotes(t, ns, "m-clamp", "StatusStampClamped")[0]
+	require.Contains(t, note, "stamp-clamped: ")
+	require.Contains(t, note, "(rule ")
+	require.Contains(t, eventReasons(t, ns, "m-clamp"), "Warning StatusStampClamped")
+	require.GreaterOrEqual(t, metricValue(t, "purelifecycle_anomalies_total", "anomaly", "stamp-clamped"), before+1)
+	require.Equal(t, "Running", getMachine(t, ns, "m-clamp").Status.CurrentStatus.Phase)
+}
+
+// eventNotes returns the notes of the machine's events with reason.
+func eventNotes(t *testing.T, ns, machine, reason string) []string {
+	t.Helper()
+	var list eventsv1.EventList
+	require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(ns)))
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == machine && e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
 }
 
 func tokenKeyOf(machine string) client.ObjectKey {

@@ -8,7 +8,12 @@
 // decides every Machine's lifecycle with the purelifecycle core. With
 // --fake-kubelet it also registers a Ready node for every instance the fake
 // provider creates, so machines reach Running without real VMs. Metrics are
-// served on --metrics-bind-address at /metrics.
+// served on --metrics-bind-address at /metrics: purelifecycle_decisions_total
+// by rule (the "input." rules count refused inputs),
+// purelifecycle_anomalies_total by anomaly, and the fleet summary
+// (purelifecycle_machines and its kin). Besides the events the decisions
+// ask for, every anomaly a pass reports and every refused input is recorded
+// as a Warning event on the machine, once per pass.
 package main
 
 import (

@@ -14,10 +14,16 @@ import (
 )
 
 // Metrics exports the controller's Prometheus metrics: decisions counted by
-// rule as they are made, and the fleet summary (lifecycle.Summarize over
-// the machines in the cache) computed at every scrape.
+// rule as they are made (purelifecycle_decisions_total{rule}; a rule whose
+// identifier starts with "input." counts inputs the lifecycle refused), the
+// anomalies the decisions report counted by name
+// (purelifecycle_anomalies_total{anomaly}, one series per name
+// lifecycle.Anomalies.String gives a single anomaly), and the fleet summary
+// (lifecycle.Summarize over the machines in the cache) computed at every
+// scrape.
 type Metrics struct {
 	decisions *prometheus.CounterVec
+	anomalies *prometheus.CounterVec
 	fleet     fleetCollector
 }
 
@@ -27,12 +33,26 @@ func NewMetrics(reg prometheus.Registerer, c client.Reader, cfg *lifecycle.Confi
 	m := &Metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "purelifecycle_decisions_total",
-			Help: "Lifecycle decisions made, by the rule that decided.",
+			Help: "Lifecycle decisions made, by the rule that decided. The rules whose identifier starts with " +
+				"\"input.\" count inputs the lifecycle refused and did nothing for (an invalid object, " +
+				"configuration or status, a zero clock, or a time or setting out of range).",
 		}, []string{"rule"}),
+		anomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purelifecycle_anomalies_total",
+			Help: "Anomalies the lifecycle's decisions reported (irregular input it clamped, refused or adopted), " +
+				"by anomaly; a decision counts each of its anomalies once.",
+		}, []string{"anomaly"}),
 		fleet: fleetCollector{client: c, cfg: cfg, now: now},
 	}
+	// Every known anomaly has a series from the start, so a rate over it
+	// is defined before the first one occurs.
+	for i := range anomalyBits {
+		if name := lifecycle.Anomalies(1 << i).String(); name != "" {
+			m.anomalies.WithLabelValues(name)
+		}
+	}
 	m.fleet.init()
-	for _, c := range []prometheus.Collector{m.decisions, &m.fleet} {
+	for _, c := range []prometheus.Collector{m.decisions, m.anomalies, &m.fleet} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -40,8 +60,12 @@ func NewMetrics(reg prometheus.Registerer, c client.Reader, cfg *lifecycle.Confi
 	return m, nil
 }
 
+// decided counts a decision by its rule, and each of its anomalies.
 func (m *Metrics) decided(d *lifecycle.Decision) {
 	m.decisions.WithLabelValues(d.Rule.String()).Inc()
+	forEachAnomaly(d.Anomalies, func(bit lifecycle.Anomalies) {
+		m.anomalies.WithLabelValues(anomalyName(bit)).Inc()
+	})
 }
 
 // SetOrphans records how many orphan instances the last collection found.

@@ -14,6 +14,11 @@
 // the manager's caches. Writes go to the API server; a node is read afresh
 // before it is written, so a write does not lose to a stale cache.
 //
+// Every decision is counted by rule, and every anomaly it reports
+// (lifecycle.Anomalies) by name; each anomaly of a pass, and an input the
+// lifecycle refused, is also recorded as a Warning event on the machine, once
+// per pass (see Metrics and Reconciler.Recorder).
+//
 // Machines of one controller are reconciled one at a time (controller-runtime's
 // default of one worker), which serialises the fleet limiter's grants as
 // lifecycle.Limit asks.
@@ -45,7 +50,8 @@ type Reconciler struct {
 	Client client.Client
 	// Reader reads from the API server directly (the manager's API reader).
 	Reader client.Reader
-	// Recorder records the decisions' events.
+	// Recorder records the decisions' events, and a Warning event for
+	// every anomaly a pass's decisions report and for a refused input.
 	Recorder events.EventRecorder
 	// Driver is the cloud provider.
 	Driver driverapi.Driver
@@ -56,7 +62,8 @@ type Reconciler struct {
 	// Config is the lifecycle configuration. SetupWithManager checks it;
 	// changing it afterwards does not change the passes.
 	Config lifecycle.Config
-	// Metrics, when set, counts decisions and exports the fleet summary.
+	// Metrics, when set, counts decisions and their anomalies and exports
+	// the fleet summary.
 	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -79,11 +86,16 @@ func (r *Reconciler) now() time.Time {
 }
 
 // pass is one reconcile pass of one machine: the machine as this pass last
-// wrote it, and whether it is gone.
+// wrote it, whether it is gone, and what the pass reported in events.
 type pass struct {
 	m    *v1alpha1.Machine
 	gone bool
 	log  logr.Logger
+	// reported holds the anomalies whose event this pass recorded.
+	reported lifecycle.Anomalies
+	// refused reports whether this pass recorded the event of a refused
+	// input.
+	refused bool
 }
 
 // Reconcile runs one pass for the machine req names.
@@ -181,11 +193,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: d.Requeue}, nil
 }
 
-// decided logs and counts a decision.
+// decided logs and counts a decision, and records the events of its
+// anomalies and of a refused input (see report).
 func (r *Reconciler) decided(p *pass, step int, d *lifecycle.Decision) {
 	if r.Metrics != nil {
 		r.Metrics.decided(d)
 	}
+	r.report(p, d)
 	log := p.log.V(1)
 	if d.Changed || d.Effects.Len() > 0 || d.Anomalies != 0 {
 		log = p.log

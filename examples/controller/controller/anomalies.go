@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// Operators see every irregular input the lifecycle tolerated or refused.
+// For each anomaly bit of a decision (lifecycle.Anomalies) the reconciler
+// records a Warning event on the machine, with the reason anomalyReport
+// names, at most once per anomaly per pass; for a decision whose rule
+// refused the input (an "input." rule) it records a Warning event with the
+// reason InputRefused, at most once per pass. The metrics count
+// the same things without de-duplication: every anomaly bit of every
+// decision in purelifecycle_anomalies_total, and every refused input in
+// purelifecycle_decisions_total under its input rule.
+
+// ReasonInputRefused is the reason of the event recorded when a decision's
+// rule refused the input (a rule whose identifier starts with "input.").
+const ReasonInputRefused = "InputRefused"
+
+// reasonUnknownAnomaly is the reason of the event recorded for an anomaly
+// bit this controller does not know yet.
+const reasonUnknownAnomaly = "LifecycleAnomaly"
+
+// anomalyBits is how many bits lifecycle.Anomalies holds.
+const anomalyBits = 16
+
+// anomalyReport returns the event reason that reports the single anomaly
+// bit a, and a short sentence saying what the lifecycle did about it.
+func anomalyReport(a lifecycle.Anomalies) (reason, text string) {
+	switch a {
+	case lifecycle.AnomalyClockBehind:
+		return "ClockBehind", "the clock is before a time the decision measures from; the elapsed time was taken as zero"
+	case lifecycle.AnomalyStaleOutcome:
+		return "StaleOutcomeRefused", "a late or duplicate outcome was refused"
+	case lifecycle.AnomalyBadOutcome:
+		return "OutcomeRefused", "an outcome that contradicts the operation it reports on was refused"
+	case lifecycle.AnomalyUnknownCode:
+		return "UnknownDriverCode", "the driver answered with an unknown code; it was treated as undecodable"
+	case lifecycle.AnomalyEmptyIdentity:
+		return "DriverIdentityEmpty", "the driver answered OK without a providerID or node name"
+	case lifecycle.AnomalyEffectsFull:
+		return "EffectsDeferred", "an effect did not fit in the decision; it is emitted again on the next pass"
+	case lifecycle.AnomalyUndeclaredTransition:
+		return "TransitionRefused", "a phase change the phase table does not declare was refused"
+	case lifecycle.AnomalyForeignNode:
+		return "ForeignNodeIgnored", "the node found for the machine carries another instance's providerID; it was ignored"
+	case lifecycle.AnomalyMissingStamp:
+		return "StatusStampMissing", "the status lacked the time its phase began; it was set to now"
+	case lifecycle.AnomalyStampClamped:
+		return "StatusStampClamped", "a time of the status lay after now; it was set to now and saved"
+	case lifecycle.AnomalyAdopted:
+		return "StatusAdopted", "the status lacked the lifecycle's own record; the machine was taken over from its status and object"
+	}
+	return reasonUnknownAnomaly, "the lifecycle tolerated an irregular input"
+}
+
+// anomalyName returns the name of the single anomaly bit a, as
+// lifecycle.Anomalies.String gives it, or "bit-N" for a bit it does not
+// name.
+func anomalyName(a lifecycle.Anomalies) string {
+	if s := a.String(); s != "" {
+		return s
+	}
+	for i := range anomalyBits {
+		if a == 1<<i {
+			return "bit-" + strconv.Itoa(i)
+		}
+	}
+	return a.String()
+}
+
+// forEachAnomaly calls fn with each bit set in a, lowest first.
+func forEachAnomaly(a lifecycle.Anomalies, fn func(bit lifecycle.Anomalies)) {
+	for i := 0; a != 0 && i < anomalyBits; i++ {
+		if bit := lifecycle.Anomalies(1) << i; a&bit != 0 {
+			a &^= bit
+			fn(bit)
+		}
+	}
+}
+
+// refusesInput reports whether rule r refused the input: its identifier
+// starts with "input.".
+func refusesInput(r lifecycle.Rule) bool { return strings.HasPrefix(r.String(), "input.") }
+
+// report records the Warning events of a decision's anomalies and of a
+// refused input on the machine, each at most once per pass.
+func (r *Reconciler) report(p *pass, d *lifecycle.Decision) {
+	if p.gone {
+		return
+	}
+	forEachAnomaly(d.Anomalies&^p.reported, func(bit lifecycle.Anomalies) {
+		p.reported |= bit
+		reason, text := anomalyReport(bit)
+		r.Recorder.Eventf(p.m, nil, corev1.EventTypeWarning, reason, d.Rule.String(),
+			"%s: %s (rule %s: %s)", anomalyName(bit), text, d.Rule.String(), d.Rule.Text())
+	})
+	if refusesInput(d.Rule) && !p.refused {
+		p.refused = true
+		r.Recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonInputRefused, d.Rule.String(),
+			"rule %s: %s; nothing was done", d.Rule.String(), d.Rule.Text())
+	}
+}
