@@ -39,11 +39,6 @@ func TestBadInputOutOfRange(t *testing.T) {
 			}
 			return in
 		}},
-		{"a negative per-machine timeout", func() lifecycle.Input {
-			in := unknownInput()
-			in.Object.Overrides.HealthTimeout = -time.Hour
-			return in
-		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in()

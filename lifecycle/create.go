@@ -282,7 +282,7 @@ func (x *decider) foreign(r *driverapi.Result) bool {
 	}
 	x.act(RuleCreateForeignInstance)
 	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing,
-		Desc: lastop.DescForeignInstance, Detail: r.ProviderID})
+		Desc: lastop.DescForeignInstance, Detail: boundDetail(r.ProviderID)})
 	x.call(driverapi.Call{Method: driverapi.MethodDelete,
 		Machine: driverapi.MachineRef{Name: x.in.Object.Name, UID: r.OwnerUID, ProviderID: r.ProviderID, NodeName: r.NodeName}})
 	x.requeue(retry.Short)
@@ -610,6 +610,7 @@ func (x *decider) createSucceeded() {
 // creation timeout, Failed after it (MCM's getCreateFailurePhase), with
 // backoff from the second consecutive failure.
 func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
+	op.Detail = boundDetail(op.Detail) // the provider's message
 	st := x.st
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
 	if !x.creating() {

@@ -144,8 +144,9 @@ func (x *decider) setStage(s Stage) {
 	}
 }
 
+// setOp records the last operation. A detail from outside (a provider's
+// message, a write's error) is bounded by its caller with boundDetail.
 func (x *decider) setOp(op lastop.Operation) {
-	op.Detail = boundDetail(op.Detail) // a provider's message may be long
 	if x.st.LastOp != op {
 		x.st.LastOp = op
 		x.changed = true
@@ -212,59 +213,6 @@ func (x *decider) node() *Node {
 		return nil
 	}
 	return n
-}
-
-// wakeBy returns the earliest deadline after Now that the machine waits
-// for, as the decision leaves its status, or 0 for none: when its creation
-// timeout passes (no phase, CrashLoopBackOff, Pending) or its wait for an
-// older incarnation of its name ends, when its health
-// timeout passes (Unknown, InPlaceUpdateFailed, unless disabled), and, at
-// the drain, when the drain timeout or a node NotReady (or with a read-only
-// filesystem) for ForceDrainAfter forces it. While the observer is degraded
-// no deadline passes, and while the shell reports a problem nothing moves
-// until it is fixed. The seal requeues no later than it, so whatever a
-// decision waits for, a deadline is noticed when it passes.
-func (x *decider) wakeBy() Stamp {
-	in, st := x.in, x.st
-	if in.Observer.Degraded || in.Problem != ProblemNone {
-		return 0
-	}
-	var at Stamp
-	if x.deleting() {
-		if st.Stage != StageDrain || st.Flags&flagsDrained != 0 || in.Object.ForceDeletion {
-			return 0
-		}
-		at = x.soonerAfterNow(at, x.deleted.Add(x.cfg.drainTimeout(&in.Object)))
-		for i := range st.Conditions {
-			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
-				at = x.soonerAfterNow(at, c.Since.Add(x.cfg.ForceDrainAfter))
-			}
-		}
-		return at
-	}
-	switch st.Phase {
-	case phase.None, phase.CrashLoopBackOff, phase.Pending:
-		if !in.Object.CreationTime.IsZero() {
-			at = x.soonerAfterNow(at, x.creationDeadline())
-			if in.PredecessorTerminating && st.Phase != phase.Pending {
-				at = x.soonerAfterNow(at, x.predecessorBound())
-			}
-		}
-	case phase.Unknown, phase.InPlaceUpdateFailed:
-		if !in.Object.Overrides.DisableHealthTimeout && st.PhaseSince != 0 {
-			at = x.soonerAfterNow(at, x.deadlineBase(st.PhaseSince).Add(x.cfg.healthTimeout(&in.Object)))
-		}
-	}
-	return at
-}
-
-// soonerAfterNow returns the sooner of at (0 for none) and s, ignoring s
-// when it is not after Now.
-func (x *decider) soonerAfterNow(at, s Stamp) Stamp {
-	if s > x.now && (at == 0 || s < at) {
-		return s
-	}
-	return at
 }
 
 // dropToken deletes the bootstrap token of a machine that will never join

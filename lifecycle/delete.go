@@ -216,7 +216,7 @@ func (x *decider) deletionNode() string {
 }
 
 func deleteOp(s lastop.State, d lastop.Desc, detail string) lastop.Operation {
-	return lastop.Operation{Type: lastop.TypeDelete, State: s, Desc: d, Detail: detail}
+	return lastop.Operation{Type: lastop.TypeDelete, State: s, Desc: d, Detail: boundDetail(detail)}
 }
 
 // findNode is S1: find the node to drain, asking the provider only when no

@@ -20,6 +20,11 @@ func boundDetail(s string) string {
 	if len(s) <= MaxDetail {
 		return s
 	}
+	return cutDetail(s)
+}
+
+// cutDetail is boundDetail of a detail longer than MaxDetail.
+func cutDetail(s string) string {
 	const room = MaxDetail - len(" … (18446744073709551615 bytes more)")
 	cut := room
 	for cut > 0 && !utf8.RuneStart(s[cut]) {

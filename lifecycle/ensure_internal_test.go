@@ -1,6 +1,10 @@
 package lifecycle
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/purelifecycle/machine/phase"
+)
 
 // objectInLine is the fast check in front of ensureObject: it must say
 // "nothing to ensure" exactly when ensureObject would add no effect. Every
@@ -33,7 +37,10 @@ func TestObjectInLineAgreesWithEnsureObject(t *testing.T) {
 		if has(7) {
 			o.NodeLabel = node
 		}
-		x := decider{cfg: &cfg, in: &in, d: &d, st: st, createdBefore: has(8)}
+		x := decider{cfg: &cfg, in: &in, d: &d, st: st, phaseBefore: phase.Running}
+		if has(8) {
+			x.phaseBefore = phase.CrashLoopBackOff
+		}
 		inLine := x.objectInLine()
 		x.ensureObject()
 		if added := d.Effects.Len(); inLine != (added == 0) {

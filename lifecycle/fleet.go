@@ -67,10 +67,23 @@ type Member struct {
 // shell's observations, as a step would be given them.
 func MemberOf(cfg *Config, in *Input) Member {
 	o, st := &in.Object, &in.Status
-	m := waitMember(o, st, in)
-	m.Name, m.UID, m.Owner = o.Name, o.UID, o.Owner
-	m.UpdatePending = o.UpdateGeneration != st.AppliedGeneration
-	m.MetadataInSync = metadataInSync(cfg.VerifyOwner, o, st)
+	m := Member{
+		Name: o.Name, UID: o.UID, Owner: o.Owner, ProviderID: st.ProviderID,
+		Phase: st.Phase, Stage: st.Stage, Flags: st.Flags, PhaseSince: st.PhaseSince, StageSince: st.StageSince,
+		RetryAfter: st.RetryAfter, CreationFrom: st.CreationFrom,
+		CreationTime: StampOf(o.CreationTime), DeletionTime: StampOf(o.DeletionTime),
+		ObserverSince: StampOf(in.Observer.Since), ObserverDegraded: in.Observer.Degraded,
+		PredecessorTerminating: in.PredecessorTerminating,
+		Deleting:               !o.DeletionTime.IsZero(), Finalizer: o.Finalizer, Problem: in.Problem,
+		DisableHealthTimeout: o.Overrides.DisableHealthTimeout,
+		UpdatePending:        o.UpdateGeneration != st.AppliedGeneration,
+		MetadataInSync:       metadataInSync(cfg.VerifyOwner, o, st),
+		HealthTimeout:        o.Overrides.HealthTimeout, CreationTimeout: o.Overrides.CreationTimeout,
+		DrainTimeout: o.Overrides.DrainTimeout,
+	}
+	if m.ProviderID == "" {
+		m.ProviderID = o.ProviderID
+	}
 	return m
 }
 
@@ -206,7 +219,10 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 				s.MetadataOutOfSync++
 			}
 		}
-		w := m.wait(cfg, n)
+		var st Status
+		var ov Overrides
+		f := m.facts(&st, &ov)
+		w := f.wait(cfg, n)
 		if w.For != WaitNone {
 			s.ByWait[w.For]++
 		}

@@ -308,7 +308,7 @@ func (x *decider) onConfirm(r *driverapi.Result) {
 		case driverapi.Unimplemented:
 			detail, errCode = "status not implemented", code.String()
 		default:
-			detail, errCode = r.ErrorText(), code.String()
+			detail, errCode = boundDetail(r.ErrorText()), code.String()
 		}
 		x.pin(RuleHealthTimeout)
 		set(x, &st.Flags, st.Flags&^FlagGranted)

@@ -91,7 +91,7 @@ func (x *decider) onUpdate(r *driverapi.Result) {
 		set(x, &st.Failures.Update, 0)
 		set(x, &st.RetryAfter, 0)
 		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescNeedsReplacement,
-			ErrorCode: code.String(), Detail: r.ErrorText()})
+			ErrorCode: code.String(), Detail: boundDetail(r.ErrorText())})
 		x.event(RuleUpdateNeedsReplacement, true)
 		x.resync()
 		x.metadata()
@@ -103,7 +103,7 @@ func (x *decider) onUpdate(r *driverapi.Result) {
 		x.pin(RuleUpdateFailed)
 		set(x, &st.Failures.Update, bump(st.Failures.Update))
 		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescHotUpdateFailed,
-			ErrorCode: code.String(), Detail: r.ErrorText()})
+			ErrorCode: code.String(), Detail: boundDetail(r.ErrorText())})
 		x.backoff(period, st.Failures.Update)
 		x.retryLater()
 	}

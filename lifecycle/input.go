@@ -110,7 +110,9 @@ type Object struct {
 }
 
 // Overrides are per-machine settings (MCM's inline MachineConfiguration and
-// the creation-timeout annotation). A zero field means "use the Config".
+// the creation-timeout annotation). A field that is not positive (nil for
+// NodeConditions) means "use the Config". NodeConditions holds at most
+// MaxNodeConditions types (rule input.out-of-range).
 type Overrides struct {
 	// CreationTimeout: the [CreationTimeoutAnnotation] when set, else
 	// spec creationTimeout.

@@ -47,6 +47,9 @@ func earliestDeadline(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.D
 		return c
 	}
 	if !o.DeletionTime.IsZero() {
+		if !o.Finalizer {
+			return 0 // nothing moves without the finalizer (X2)
+		}
 		const drained = lifecycle.FlagDrainSucceeded | lifecycle.FlagDrainForced | lifecycle.FlagDrainSkipped
 		if st.Stage == lifecycle.StageDrain && st.Flags&drained == 0 && !o.ForceDeletion {
 			consider(lifecycle.StampOf(o.DeletionTime).Add(orCfg(o.Overrides.DrainTimeout, cfg.DrainTimeout)))
@@ -66,7 +69,10 @@ func earliestDeadline(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.D
 			// older incarnation of the name.
 			start := max(lifecycle.StampOf(o.CreationTime), st.CreationFrom)
 			consider(base(start).Add(orCfg(o.Overrides.CreationTimeout, cfg.CreationTimeout)))
-			if in.PredecessorTerminating && st.Phase != phase.Pending {
+			if in.PredecessorTerminating && st.Phase != phase.Pending && st.Stage == lifecycle.StageNone &&
+				st.ProviderID == "" && o.ProviderID == "" {
+				// A machine that names no instance and has no creation
+				// stage waits for an older incarnation of its name.
 				consider(lifecycle.StampOf(o.CreationTime).Add(orCfg(cfg.PredecessorWait, orCfg(o.Overrides.DrainTimeout, cfg.DrainTimeout))))
 			}
 		}

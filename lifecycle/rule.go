@@ -27,9 +27,9 @@ const (
 	// nothing is done and the status is kept as it is.
 	RuleInvalidStatus
 	// RuleInputOutOfRange: a time of the input lies outside the years a
-	// Stamp holds (1678 to 2262), or a per-machine setting is out of range
-	// (a negative timeout, more than MaxNodeConditions condition types);
-	// nothing is done and the status is kept as it is.
+	// Stamp holds (1678 to 2262), or the machine watches more than
+	// MaxNodeConditions condition types; nothing is done and the status is
+	// kept as it is.
 	RuleInputOutOfRange
 
 	// RulePersistConflict: saving the previous decision's status met a

@@ -21,10 +21,27 @@ const (
 // time outside the years a Stamp holds gives the nearest extreme stamp
 // instead of wrapping around (see InStampRange).
 func StampOf(t time.Time) Stamp {
+	if s, ok := stampIn(t); ok {
+		return s
+	}
+	return stampOfEdge(t)
+}
+
+// stampIn returns the stamp of t and true when t lies strictly between the
+// extreme seconds a Stamp holds, where the stamp is exact; else false, and
+// the stamp means nothing (the zero time, the year 1, lies outside). It is
+// cheap enough to inline: seconds never wrap around.
+func stampIn(t time.Time) (Stamp, bool) {
+	s := t.Unix()
+	return Stamp(s*int64(time.Second) + int64(t.Nanosecond())), uint64(s-minStampSec-1) < uint64(maxStampSec-minStampSec-1)
+}
+
+// stampOfEdge is StampOf of the zero time, of a time in the extreme second
+// at either end, and of a time outside, which it saturates.
+func stampOfEdge(t time.Time) Stamp {
 	if t.IsZero() {
 		return 0
 	}
-	// t.UnixNano wraps around outside the range; seconds do not.
 	switch s := t.Unix(); {
 	case s > maxStampSec, s == maxStampSec && int64(t.Nanosecond()) > maxStampNsec:
 		return maxStamp

@@ -96,10 +96,27 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	var x decider
 	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
 	x.pre = pre
-	x.now = StampOf(in.Now)
-	x.created, x.deleted = StampOf(in.Object.CreationTime), StampOf(in.Object.DeletionTime)
-	x.observed = StampOf(in.Observer.Since)
-	x.createdBefore = d.Status.Phase == phase.None || d.Status.Phase == phase.CrashLoopBackOff
+	// The input's times, read once: stampIn converts those within the
+	// years a Stamp holds, exactly and cheaply; the zero time and the rest
+	// go through edge, which flags those out of range.
+	var ok bool
+	if x.now, ok = stampIn(in.Now); !ok {
+		x.now = x.edge(in.Now)
+	}
+	if x.created, ok = stampIn(in.Object.CreationTime); !ok {
+		x.created = x.edge(in.Object.CreationTime)
+	}
+	if !in.Object.DeletionTime.IsZero() { // usually zero
+		if x.deleted, ok = stampIn(in.Object.DeletionTime); !ok {
+			x.deleted = x.edge(in.Object.DeletionTime)
+		}
+	}
+	if !in.Observer.Since.IsZero() {
+		if x.observed, ok = stampIn(in.Observer.Since); !ok {
+			x.observed = x.edge(in.Observer.Since)
+		}
+	}
+	x.phaseBefore = d.Status.Phase
 
 	// Validate the input, consume the outcome, and dispatch.
 	o, st := &in.Object, &d.Status
@@ -123,12 +140,12 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		x.rule(RuleInputOutOfRange)
 		x.requeue(retry.Long)
 	default:
-		x.clampStamps()
+		x.flowed = true
+		if max(st.PhaseSince, st.StageSince, st.MetadataObserved, st.MetadataSince, st.RetryAfter, st.CreationFrom) > x.now {
+			x.clampStamps()
+		}
 		if in.Outcome == nil || !x.outcome() {
 			x.dispatch()
-		}
-		if !x.gone {
-			x.decideWait()
 		}
 	}
 
@@ -154,11 +171,12 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 			// one gets the short period rather than being forgotten.
 			d.Requeue, d.Period = retry.Short, retry.Short
 		}
-		if at := x.wakeBy(); at != 0 {
-			// No requeue overshoots a deadline the machine waits for.
-			if left := at.Sub(x.now); left < d.Requeue {
-				d.Requeue, d.Period = left, left
-			}
+		// A Running machine not being deleted, with nothing to retry, a
+		// healthy observer and no problem, the common case, waits for
+		// nothing and for no deadline.
+		if x.flowed && (st.Phase != phase.Running || x.deleted != 0 || st.RetryAfter > x.now ||
+			in.Observer.Degraded || in.Problem != ProblemNone) {
+			x.decideWait()
 		}
 	}
 }
@@ -186,10 +204,12 @@ type decider struct {
 	// created, deleted and observed are the stamps of the object's creation
 	// and deletion times and of the observer's Since, read once.
 	created, deleted, observed Stamp
-	// createdBefore: the machine had no phase or was in CrashLoopBackOff
-	// when the step began, so the step ran the creation flow (MCM writes
-	// the priority annotation there only).
-	createdBefore bool
+	// phaseBefore is the machine's phase when the step began.
+	phaseBefore phase.Phase
+	// badTime: a time of the input lies outside the years a Stamp holds.
+	badTime bool
+	// flowed: the input was valid and the flows decided.
+	flowed bool
 	// pre is derived from cfg: by Step at every step, by Config.Check once
 	// for StepInto.
 	pre *derived
@@ -303,23 +323,24 @@ func (x *decider) outcome() bool {
 	return true
 }
 
+// edge is StampOf of a time stampIn could not convert exactly: the zero
+// time, one of the extreme seconds, or one out of range, which it flags.
+func (x *decider) edge(t time.Time) Stamp {
+	s := stampOfEdge(t)
+	if s == minStamp || s == maxStamp {
+		x.badTime = true
+	}
+	return s
+}
+
 // outOfRange reports whether a time of the input lies outside the years a
-// Stamp holds (StampOf saturated it), or a per-machine setting is out of
-// range: a negative or huge timeout, more than MaxNodeConditions condition
-// types.
+// Stamp holds (StampOf saturated it), or the machine watches more than
+// MaxNodeConditions condition types.
 func (x *decider) outOfRange() bool {
-	for _, s := range [...]Stamp{x.now, x.created, x.deleted, x.observed} {
-		if s == minStamp || s == maxStamp {
-			return true
-		}
-	}
-	ov := &x.in.Object.Overrides
-	for _, d := range [...]time.Duration{ov.CreationTimeout, ov.HealthTimeout, ov.DrainTimeout} {
-		if d < 0 || d > MaxTimeout {
-			return true
-		}
-	}
-	return ov.MaxEvictRetries < 0 || len(ov.NodeConditions) > MaxNodeConditions
+	// A per-machine timeout that is not positive means the Config's, and
+	// one above MaxTimeout only puts its deadline far ahead (stamps
+	// saturate): neither is refused.
+	return x.badTime || len(x.in.Object.Overrides.NodeConditions) > MaxNodeConditions
 }
 
 // clampStamps sets every stamp of the status that lies after Now to Now
@@ -330,12 +351,9 @@ func (x *decider) outOfRange() bool {
 // time lies ahead by design, so only one further ahead than any backoff
 // sets is clamped, and so does CreationFrom while the machine waits for its
 // predecessor, so only one beyond that wait's bound is.
+// The step calls it only when a stamp lies after Now.
 func (x *decider) clampStamps() {
 	st, now := x.st, x.now
-	if st.PhaseSince <= now && st.StageSince <= now && st.MetadataObserved <= now && st.MetadataSince <= now &&
-		st.RetryAfter <= now && st.CreationFrom <= now {
-		return // the common case: nothing ahead, nothing to compute
-	}
 	clamp := func(s *Stamp) {
 		if *s > now {
 			*s = now
@@ -477,6 +495,13 @@ func (x *decider) idle() {
 // deleting reports whether deletion was requested.
 func (x *decider) deleting() bool { return !x.in.Object.DeletionTime.IsZero() }
 
+// creationFlow reports whether the step ran the creation flow: the machine
+// had no phase or was in CrashLoopBackOff when it began. MCM writes the
+// priority annotation there only.
+func (x *decider) creationFlow() bool {
+	return x.phaseBefore == phase.None || x.phaseBefore == phase.CrashLoopBackOff
+}
+
 // objectInLine reports whether the object needs none of the ensure-effects
 // (see ensureObject): the common case, checked without a call.
 func (x *decider) objectInLine() bool {
@@ -484,7 +509,7 @@ func (x *decider) objectInLine() bool {
 	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
 		return o.Finalizer
 	}
-	return o.Finalizer && (o.Priority != "" || !x.createdBefore) && o.ProviderID == st.ProviderID &&
+	return o.Finalizer && (o.Priority != "" || !x.creationFlow()) && o.ProviderID == st.ProviderID &&
 		(o.NodeLabel == st.NodeName || st.NodeName == "" || x.cfg.NoTargetCluster)
 }
 
@@ -508,7 +533,7 @@ func (x *decider) ensureObject() {
 			buf[n] = Effect{Kind: KindEnsureNodeLabel, Key: NodeLabel, Value: st.NodeName}
 			n++
 		}
-		if o.Priority == "" && x.createdBefore {
+		if o.Priority == "" && x.creationFlow() {
 			// B2: the creation flow writes it, as MCM does, and nothing
 			// else (a machine past creation keeps whatever it has).
 			buf[n] = Effect{Kind: KindEnsurePriority, Key: PriorityAnnotation, Value: DefaultPriority}

@@ -12,7 +12,7 @@ import (
 // the saved statuses, so the summary never tells another story than the
 // decisions.
 
-// wait returns what the member's machine waits for at now: for what, since
+// wait returns what the machine waits for at now: for what, since
 // when, and until which deadline (unset when none).
 //
 // A machine being deleted waits for its finalizer when another controller
@@ -28,87 +28,95 @@ import (
 // retry of the deletion of an instance made on a stale node object); a
 // Running one for the retry time of a failed hot update or lookup, or
 // nothing; any other for nothing.
-func (m *Member) wait(cfg *Config, now Stamp) Wait {
-	retry := m.RetryAfter > now
-	if m.Deleting {
+func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
+	retry := f.st.RetryAfter > now
+	if f.deleting {
+		var drainBy Stamp // the drain timeout, while the drain is ahead
+		if f.st.Stage <= StageDrain && f.st.Flags&flagsDrained == 0 {
+			drainBy = f.deleted.Add(orConfig(f.ov.DrainTimeout, cfg.DrainTimeout))
+		}
 		switch {
-		case m.Problem != ProblemNone:
+		case f.problem != ProblemNone:
 			return Wait{For: WaitProblem}
-		case !m.Finalizer:
-			return Wait{For: WaitFinalizer, Since: m.DeletionTime}
+		case !f.finalizer:
+			return Wait{For: WaitFinalizer, Since: f.deleted}
 		case retry:
-			return Wait{For: WaitRetry, Since: m.StageSince, Until: m.RetryAfter}
+			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: sooner(f.st.RetryAfter, drainBy)}
 		}
-		w := Wait{For: WaitDeletion, Since: m.DeletionTime}
-		if m.Stage <= StageDrain && m.Flags&flagsDrained == 0 {
-			w.Until = m.DeletionTime.Add(orConfig(m.DrainTimeout, cfg.DrainTimeout))
-		}
-		return w
+		return Wait{For: WaitDeletion, Since: f.deleted, Until: drainBy}
 	}
-	if m.ObserverDegraded {
-		return Wait{For: WaitObserver, Since: m.ObserverSince}
+	if f.degraded {
+		return Wait{For: WaitObserver, Since: f.observed}
 	}
-	if m.Problem != ProblemNone {
+	if f.problem != ProblemNone {
 		return Wait{For: WaitProblem}
 	}
-	switch m.Phase {
+	switch f.st.Phase {
 	case phase.Unknown, phase.InPlaceUpdateFailed:
-		deadline := m.deadline(m.PhaseSince, orConfig(m.HealthTimeout, cfg.HealthTimeout))
+		deadline := f.deadline(f.st.PhaseSince, orConfig(f.ov.HealthTimeout, cfg.HealthTimeout))
 		switch {
-		case m.DisableHealthTimeout:
-			return Wait{For: WaitRecovery, Since: m.PhaseSince}
+		case f.ov.DisableHealthTimeout:
+			return Wait{For: WaitRecovery, Since: f.st.PhaseSince}
 		case deadline == 0 || now < deadline:
-			return Wait{For: WaitRecovery, Since: m.PhaseSince, Until: deadline}
-		case !m.Flags.Has(FlagGranted):
+			return Wait{For: WaitRecovery, Since: f.st.PhaseSince, Until: deadline}
+		case !f.st.Flags.Has(FlagGranted):
 			return Wait{For: WaitGrant, Since: deadline}
 		case retry:
-			return Wait{For: WaitRetry, Since: m.StageSince, Until: m.RetryAfter}
+			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
 		}
 		return Wait{}
 	}
-	switch m.Phase {
+	switch f.st.Phase {
 	case phase.None, phase.CrashLoopBackOff:
-		if m.PredecessorTerminating && m.Stage == StageNone && m.ProviderID == "" && m.CreationTime != 0 {
-			bound := m.CreationTime.Add(orConfig(cfg.PredecessorWait, orConfig(m.DrainTimeout, cfg.DrainTimeout)))
+		if f.predecessor && f.st.Stage == StageNone && f.st.ProviderID == "" && !f.objectInstance && f.created != 0 {
+			bound := f.created.Add(orConfig(cfg.PredecessorWait, orConfig(f.ov.DrainTimeout, cfg.DrainTimeout)))
 			if now < bound {
-				return Wait{For: WaitPredecessor, Since: m.CreationTime, Until: bound}
+				return Wait{For: WaitPredecessor, Since: f.created, Until: bound}
 			}
 		}
 		if retry {
-			return Wait{For: WaitRetry, Since: m.StageSince, Until: m.RetryAfter}
+			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: sooner(f.st.RetryAfter, f.creationDeadline(cfg))}
 		}
-		return Wait{For: WaitCreation, Since: m.CreationTime, Until: m.creationDeadline(cfg)}
+		return Wait{For: WaitCreation, Since: f.created, Until: f.creationDeadline(cfg)}
 	case phase.Pending:
-		return Wait{For: WaitNodeJoin, Since: m.PhaseSince, Until: m.creationDeadline(cfg)}
+		return Wait{For: WaitNodeJoin, Since: f.st.PhaseSince, Until: f.creationDeadline(cfg)}
 	case phase.Failed:
-		if retry && m.Flags.Has(FlagStaleInstance) {
+		if retry && f.st.Flags.Has(FlagStaleInstance) {
 			// The deletion of an instance made on a stale node object
 			// failed and is retried.
-			return Wait{For: WaitRetry, Since: m.StageSince, Until: m.RetryAfter}
+			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
 		}
-		return Wait{For: WaitReplacement, Since: m.PhaseSince}
+		return Wait{For: WaitReplacement, Since: f.st.PhaseSince}
 	case phase.Running:
 		if retry {
 			// A failed hot update, or the lookup of an instance the
 			// status does not name.
-			return Wait{For: WaitRetry, Since: m.StageSince, Until: m.RetryAfter}
+			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
 		}
 	}
 	return Wait{}
 }
 
-// creationDeadline returns when the member's creation timeout passes.
-func (m *Member) creationDeadline(cfg *Config) Stamp {
-	return m.deadline(later(m.CreationTime, m.CreationFrom), orConfig(m.CreationTimeout, cfg.CreationTimeout))
+// creationDeadline returns when the machine's creation timeout passes.
+func (f *waitFacts) creationDeadline(cfg *Config) Stamp {
+	return f.deadline(later(f.created, f.st.CreationFrom), orConfig(f.ov.CreationTimeout, cfg.CreationTimeout))
 }
 
 // deadline returns when a timeout counted from since passes, never counted
 // from before the observer became healthy again; 0 when since is unset.
-func (m *Member) deadline(since Stamp, timeout time.Duration) Stamp {
+func (f *waitFacts) deadline(since Stamp, timeout time.Duration) Stamp {
 	if since == 0 {
 		return 0
 	}
-	return later(since, m.ObserverSince).Add(timeout)
+	return later(since, f.observed).Add(timeout)
+}
+
+// sooner returns the sooner of two stamps, 0 standing for none.
+func sooner(a, b Stamp) Stamp {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // orConfig returns a machine's own setting v, or the Config's c when v is
@@ -120,35 +128,53 @@ func orConfig(v, c time.Duration) time.Duration {
 	return c
 }
 
-// decideWait fills the decision's Wait from the status it leaves. A
-// healthy Running machine with nothing to retry, the common case, waits
-// for nothing and is not looked at further.
-func (x *decider) decideWait() {
-	st, in := x.st, x.in
-	if st.Phase == phase.Running && st.RetryAfter <= x.now && in.Object.DeletionTime.IsZero() &&
-		!in.Observer.Degraded && in.Problem == ProblemNone {
-		return
-	}
-	m := waitMember(&in.Object, st, in)
-	x.d.Wait = m.wait(x.cfg, x.now)
+// waitFacts are what the wait of a machine is decided from: its status
+// (phase, stage, flags, stamps, recorded instance), its object's times and
+// own timeouts, and what the shell observed.
+type waitFacts struct {
+	st *Status
+	ov *Overrides
+	// created, deleted and observed are the object's creation and deletion
+	// times and the observer's Since.
+	created, deleted, observed Stamp
+	problem                    Problem
+	// objectInstance: the object names an instance (spec.providerID).
+	deleting, finalizer, degraded, predecessor, objectInstance bool
 }
 
-// waitMember returns the member of a machine with the fields its wait
-// reads: those of object o, status st and what the shell observed in in.
-func waitMember(o *Object, st *Status, in *Input) Member {
-	m := Member{
-		Phase: st.Phase, Stage: st.Stage, Flags: st.Flags, PhaseSince: st.PhaseSince, StageSince: st.StageSince,
-		RetryAfter: st.RetryAfter, ProviderID: st.ProviderID, CreationFrom: st.CreationFrom,
-		CreationTime: StampOf(o.CreationTime), DeletionTime: StampOf(o.DeletionTime),
-		ObserverSince: StampOf(in.Observer.Since), ObserverDegraded: in.Observer.Degraded,
-		PredecessorTerminating: in.PredecessorTerminating,
-		Deleting:               !o.DeletionTime.IsZero(), Finalizer: o.Finalizer, Problem: in.Problem,
-		DisableHealthTimeout: o.Overrides.DisableHealthTimeout,
-		HealthTimeout:        o.Overrides.HealthTimeout, CreationTimeout: o.Overrides.CreationTimeout,
-		DrainTimeout: o.Overrides.DrainTimeout,
+// facts returns the member's wait facts, with st and ov to hold the
+// status and overrides they point to.
+func (m *Member) facts(st *Status, ov *Overrides) waitFacts {
+	*st = Status{Phase: m.Phase, Stage: m.Stage, Flags: m.Flags, PhaseSince: m.PhaseSince, StageSince: m.StageSince,
+		RetryAfter: m.RetryAfter, ProviderID: m.ProviderID, CreationFrom: m.CreationFrom}
+	*ov = Overrides{CreationTimeout: m.CreationTimeout, HealthTimeout: m.HealthTimeout, DrainTimeout: m.DrainTimeout,
+		DisableHealthTimeout: m.DisableHealthTimeout}
+	return waitFacts{st: st, ov: ov, created: m.CreationTime, deleted: m.DeletionTime, observed: m.ObserverSince,
+		problem: m.Problem, deleting: m.Deleting, finalizer: m.Finalizer, degraded: m.ObserverDegraded,
+		predecessor: m.PredecessorTerminating}
+}
+
+// decideWait fills the decision's Wait from the status it leaves, and
+// requeues the decision no later than the wait's deadline, or than a node
+// NotReady forces the drain: whatever the decision waits for, a deadline is
+// noticed when it passes.
+func (x *decider) decideWait() {
+	st, in, o := x.st, x.in, &x.in.Object
+	f := waitFacts{st: st, ov: &o.Overrides, created: x.created, deleted: x.deleted, observed: x.observed,
+		problem: in.Problem, deleting: x.deleted != 0, finalizer: o.Finalizer, degraded: in.Observer.Degraded,
+		predecessor: in.PredecessorTerminating, objectInstance: o.ProviderID != ""}
+	x.d.Wait = f.wait(x.cfg, x.now)
+	at := x.d.Wait.Until
+	if f.deleting && f.st.Stage == StageDrain && f.st.Flags&flagsDrained == 0 {
+		for i := range st.Conditions {
+			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
+				at = sooner(at, c.Since.Add(x.cfg.ForceDrainAfter))
+			}
+		}
 	}
-	if m.ProviderID == "" {
-		m.ProviderID = o.ProviderID
+	if at > x.now {
+		if left := at.Sub(x.now); left < x.d.Requeue {
+			x.d.Requeue, x.d.Period = left, left
+		}
 	}
-	return m
 }
