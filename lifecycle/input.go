@@ -278,8 +278,6 @@ type Outcome struct {
 	// CreatedNode is the node whose name a CreateMachine Result returned, if
 	// such a node exists (the stale-node check of MCM A5); Name "" when
 	// there is none. The shell fills it only for a CreateMachine result.
-	// (It was Input.CreatedNode: here, every step's Input is 88 bytes
-	// smaller, and a shell that reuses one Input has nothing to clear.)
 	CreatedNode Node
 }
 
