@@ -194,6 +194,8 @@ type Summary struct {
 func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary {
 	s := Summary{Machines: len(fleet), Orphans: orphans}
 	n := StampOf(now)
+	var st Status    // what a member's wait reads, reused from member to member
+	var ov Overrides // likewise
 	for i := range fleet {
 		m := &fleet[i]
 		if !m.Phase.Valid() {
@@ -219,10 +221,11 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 				s.MetadataOutOfSync++
 			}
 		}
-		var st Status
-		var ov Overrides
-		f := m.facts(&st, &ov)
-		w := f.wait(cfg, n)
+		var w Wait
+		if !waitsForNothing(m.Phase, m.Deleting, m.RetryAfter, n, m.ObserverDegraded, m.Problem) {
+			f := m.facts(&st, &ov)
+			w = f.wait(cfg, n)
+		}
 		if w.For != WaitNone {
 			s.ByWait[w.For]++
 		}

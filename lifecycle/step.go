@@ -171,11 +171,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 			// one gets the short period rather than being forgotten.
 			d.Requeue, d.Period = retry.Short, retry.Short
 		}
-		// A Running machine not being deleted, with nothing to retry, a
-		// healthy observer and no problem, the common case, waits for
-		// nothing and for no deadline.
-		if x.flowed && (st.Phase != phase.Running || x.deleted != 0 || st.RetryAfter > x.now ||
-			in.Observer.Degraded || in.Problem != ProblemNone) {
+		if x.flowed && !waitsForNothing(st.Phase, x.deleted != 0, st.RetryAfter, x.now, in.Observer.Degraded, in.Problem) {
 			x.decideWait()
 		}
 	}

@@ -111,6 +111,13 @@ func (f *waitFacts) deadline(since Stamp, timeout time.Duration) Stamp {
 	return later(since, f.observed).Add(timeout)
 }
 
+// waitsForNothing reports, cheaply, what the rule of wait says of the most
+// common machine: a Running one not being deleted, with nothing to retry, a
+// healthy observer and no problem waits for nothing and for no deadline.
+func waitsForNothing(p phase.Phase, deleting bool, retryAfter, now Stamp, degraded bool, problem Problem) bool {
+	return p == phase.Running && !deleting && retryAfter <= now && !degraded && problem == ProblemNone
+}
+
 // sooner returns the sooner of two stamps, 0 standing for none.
 func sooner(a, b Stamp) Stamp {
 	if a == 0 || b != 0 && b < a {
@@ -143,12 +150,13 @@ type waitFacts struct {
 }
 
 // facts returns the member's wait facts, with st and ov to hold the
-// status and overrides they point to.
+// status and overrides they point to. It writes only the fields the rule
+// reads, so a caller may reuse st and ov from member to member.
 func (m *Member) facts(st *Status, ov *Overrides) waitFacts {
-	*st = Status{Phase: m.Phase, Stage: m.Stage, Flags: m.Flags, PhaseSince: m.PhaseSince, StageSince: m.StageSince,
-		RetryAfter: m.RetryAfter, ProviderID: m.ProviderID, CreationFrom: m.CreationFrom}
-	*ov = Overrides{CreationTimeout: m.CreationTimeout, HealthTimeout: m.HealthTimeout, DrainTimeout: m.DrainTimeout,
-		DisableHealthTimeout: m.DisableHealthTimeout}
+	st.Phase, st.Stage, st.Flags, st.PhaseSince, st.StageSince = m.Phase, m.Stage, m.Flags, m.PhaseSince, m.StageSince
+	st.RetryAfter, st.ProviderID, st.CreationFrom = m.RetryAfter, m.ProviderID, m.CreationFrom
+	ov.CreationTimeout, ov.HealthTimeout, ov.DrainTimeout = m.CreationTimeout, m.HealthTimeout, m.DrainTimeout
+	ov.DisableHealthTimeout = m.DisableHealthTimeout
 	return waitFacts{st: st, ov: ov, created: m.CreationTime, deleted: m.DeletionTime, observed: m.ObserverSince,
 		problem: m.Problem, deleting: m.Deleting, finalizer: m.Finalizer, degraded: m.ObserverDegraded,
 		predecessor: m.PredecessorTerminating}
