@@ -209,3 +209,28 @@ func TestPriorityAnnotationOnlyInCreation(t *testing.T) {
 	}
 	require.True(t, written, "the creation flow writes it: rules %v", rulesOfPass(ds))
 }
+
+// An adopted machine found with no phase long after its creation, whose
+// instance exists and whose node is healthy, is late, not failed: the
+// creation timeout bounds the time to a healthy node, and the node is
+// healthy. It moves on to Running.
+func TestAdoptedCreationPastItsTimeoutWithAHealthyNodeRuns(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	for _, p := range []phase.Phase{phase.None, phase.CrashLoopBackOff} {
+		in := adoptedCreating(p, lastop.Operation{}, true)
+		in.Now = t0.Add(3 * time.Hour)
+		in.Node = healthyNode()
+		drv := &cooperative{lookup: driverapi.OK}
+		var phases []string
+		for range 3 {
+			ds, next := pass(t, cfg, in, drv)
+			for _, d := range ds {
+				phases = append(phases, d.Status.Phase.Label()+"/"+d.Rule.String())
+				require.NotEqual(t, phase.Failed.Label(), d.Status.Phase.Label(), "%s: %v", p.Label(), phases)
+			}
+			in = next
+			in.Now = in.Now.Add(ds[len(ds)-1].Requeue)
+		}
+		require.Equal(t, phase.Running.Label(), in.Status.Phase.Label(), "%s: %v", p.Label(), phases)
+	}
+}
