@@ -31,7 +31,7 @@ func (x *decider) create() {
 	if x.awaitPredecessor() {
 		return
 	}
-	if x.creating() && x.creationExpired() {
+	if x.creating() && x.creationExpired() && !x.lateButJoined() {
 		st := x.st
 		if st.Stage == StageCreating && st.ProviderID == "" {
 			// A CreateMachine may have run before a crash: look the
@@ -51,6 +51,20 @@ func (x *decider) create() {
 		return
 	}
 	x.lookup()
+}
+
+// lateButJoined reports whether a machine past its creation timeout has
+// made it all the same: its status names its instance, no creation stage is
+// pending, and the instance's node is there and healthy (an adopted machine
+// found with no phase long after its creation). The creation timeout bounds
+// the time to a healthy node, so such a machine goes on to Running rather
+// than Failed.
+func (x *decider) lateButJoined() bool {
+	if x.st.ProviderID == "" || x.st.Stage != StageNone {
+		return false
+	}
+	n := x.node()
+	return n != nil && x.healthy(n.Conditions)
 }
 
 // creationDeadline is when the creation timeout passes.
