@@ -35,11 +35,20 @@
 // fields: the phase, the last operation parsed back into its structured form
 // (lastop.FromLastOperation), the phase's start from
 // currentStatus.lastUpdateTime, providerID from the spec and the node name
-// from the node label. A machine MCM was deleting is Terminating with no
+// from the node label (or, without one, from the node MCM's description
+// names). A machine MCM was deleting is Terminating with no
 // stage; the lifecycle resumes its deletion at the step its description
 // names ("VM deletion was successful. Initiate node object deletion" goes on
 // with the node), or restarts it when the text names none (MCM's MachineSet's
-// "Deleting machine from cloud provider").
+// "Deleting machine from cloud provider"). doc/mcm-adoption.md lists what
+// the first pass does for every state MCM can leave a machine in; the tests
+// that generate it adopt every combination of phase, last operation,
+// providerID, node label, annotation and deletion time, and drive each
+// machine MCM can leave to the end MCM would take it to.
+//
+// A time that StatusFrom would read as a stamp and that lies outside the
+// years a lifecycle.Stamp holds (1678 to 2262) is refused with
+// ErrInvalidState, never wrapped or saturated.
 //
 // # Persisting
 //

@@ -110,6 +110,12 @@ func splitConditions(s string) []string {
 // with effect NoSchedule, [lifecycle.TaintInstanceNotReady] with any effect),
 // whether it is being deleted, and how many volumes it reports attached.
 // A nil node gives the zero Node (no node found).
+//
+// A condition whose lastTransitionTime lies outside the years a
+// [lifecycle.Stamp] holds ([lifecycle.InStampRange]) is read without a
+// transition time, as MCM reads the zero time, rather than as the nearest
+// stamp: mirrored into the machine's status, that stamp would make
+// [StatusFrom] refuse the status.
 func NodeFrom(n *corev1.Node) lifecycle.Node {
 	if n == nil {
 		return lifecycle.Node{}
@@ -136,19 +142,19 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 // conditionsFrom converts Kubernetes node conditions, nil for none.
 // Since is the lastTransitionTime; nanos, when it has one entry per
 // condition, restores the sub-second part that the API's JSON (whole
-// seconds) drops. The heartbeat time is not kept.
+// seconds) drops. A transition time outside the years a stamp holds gives
+// an unset Since (StatusFrom refuses it before, with conditionsTimes). The
+// heartbeat time is not kept.
 func conditionsFrom(cs []corev1.NodeCondition, nanos []int32) []lifecycle.Condition {
 	if len(cs) == 0 {
 		return nil
 	}
-	if len(nanos) != len(cs) {
-		nanos = nil
-	}
+	times := conditionsTimes(cs, nanos)
 	out := make([]lifecycle.Condition, len(cs))
 	for i, c := range cs {
-		t := c.LastTransitionTime.Time
-		if nanos != nil && !t.IsZero() {
-			t = t.Truncate(time.Second).Add(time.Duration(nanos[i]))
+		t := times[i]
+		if !lifecycle.InStampRange(t) {
+			t = time.Time{}
 		}
 		out[i] = lifecycle.Condition{
 			Type:    string(c.Type),
@@ -157,6 +163,24 @@ func conditionsFrom(cs []corev1.NodeCondition, nanos []int32) []lifecycle.Condit
 			Reason:  c.Reason,
 			Message: c.Message,
 		}
+	}
+	return out
+}
+
+// conditionsTimes returns the transition times of cs, with the sub-second
+// parts of nanos restored when it has one entry per condition (see
+// conditionsFrom).
+func conditionsTimes(cs []corev1.NodeCondition, nanos []int32) []time.Time {
+	if len(nanos) != len(cs) {
+		nanos = nil
+	}
+	out := make([]time.Time, len(cs))
+	for i, c := range cs {
+		t := c.LastTransitionTime.Time
+		if nanos != nil && !t.IsZero() {
+			t = t.Truncate(time.Second).Add(time.Duration(nanos[i]))
+		}
+		out[i] = t
 	}
 	return out
 }

@@ -183,8 +183,11 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 // resumes at the step its description names (the lifecycle adopts a
 // Terminating machine without a stage); PhaseSince is
 // currentStatus.lastUpdateTime, ProviderID is spec.providerID and NodeName
-// the machine's node label. Conditions, addresses and lastKnownState are
-// read as they are. Everything MCM does not record starts at zero.
+// the machine's node label or, without one, the node the description names
+// (MCM's volume-attachment and node-deletion texts quote the label they
+// acted on), so persisting the adopted status gives MCM's text back.
+// Conditions, addresses and lastKnownState are read as they are. Everything
+// MCM does not record starts at zero.
 //
 // A machine whose annotation no longer matches its phase and last
 // operation (MCM or someone else wrote the status since, or the annotation
@@ -192,8 +195,14 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 // annotation's creation attempt so an idempotency key is never reused for
 // another creation.
 //
-// An unknown phase, operation type or state, or an annotation that is not
-// valid, is an error wrapping [ErrInvalidState].
+// An unknown phase, operation type or state, an annotation that is not
+// valid, or a time StatusFrom would read as a stamp that lies outside the
+// years a stamp holds ([lifecycle.InStampRange]: an annotation time,
+// currentStatus.lastUpdateTime when the machine is adopted, a condition's
+// lastTransitionTime) is an error wrapping [ErrInvalidState]. Such a time
+// is refused rather than read as the nearest stamp: every deadline would
+// count from it. The two extreme stamps stand for the times StampOf
+// saturates to, so a status holding one does not read back either.
 func StatusFrom(m *v1alpha1.Machine) (lifecycle.Status, error) {
 	if m == nil {
 		return lifecycle.Status{}, fmt.Errorf("%w: no machine", ErrInvalidState)
@@ -222,7 +231,13 @@ func StatusFrom(m *v1alpha1.Machine) (lifecycle.Status, error) {
 		st.Attempt = max(st.Attempt, s.Attempt)
 		return st, nil
 	}
-	st, err := fromMCM(m, s.ConditionNanos)
+	for i, n := range s.ConditionNanos {
+		if n < 0 || n >= int32(time.Second) {
+			return lifecycle.Status{}, fmt.Errorf("%w: annotation %s: condition %d: %d nanoseconds are not part of a second",
+				ErrInvalidState, StateAnnotation, i, n)
+		}
+	}
+	st, _, err := fromMCM(m, s.ConditionNanos)
 	if err != nil {
 		return lifecycle.Status{}, err
 	}
@@ -234,34 +249,44 @@ func StatusFrom(m *v1alpha1.Machine) (lifecycle.Status, error) {
 
 // adopt reads a machine MCM was managing.
 func adopt(m *v1alpha1.Machine) (lifecycle.Status, error) {
-	st, err := fromMCM(m, nil)
+	st, args, err := fromMCM(m, nil)
 	if err != nil {
 		return lifecycle.Status{}, err
 	}
-	st.PhaseSince = lifecycle.StampOf(m.Status.CurrentStatus.LastUpdateTime.Time)
+	since := m.Status.CurrentStatus.LastUpdateTime.Time
+	if !lifecycle.InStampRange(since) {
+		return lifecycle.Status{}, fmt.Errorf("%w: machine %s: currentStatus.lastUpdateTime: %v",
+			ErrInvalidState, m.Name, outOfRange(since))
+	}
+	st.PhaseSince = lifecycle.StampOf(since)
 	st.ProviderID = m.Spec.ProviderID
 	st.NodeName = m.Labels[lifecycle.NodeLabel]
+	if st.NodeName == "" {
+		// MCM's volume-attachment and node-deletion texts name the node
+		// of its label when it wrote them.
+		st.NodeName = args.Node
+	}
 	return st, nil
 }
 
-// fromMCM reads the fields MCM's status has a place for.
-func fromMCM(m *v1alpha1.Machine, nanos []int32) (lifecycle.Status, error) {
-	var st lifecycle.Status
+// fromMCM reads the fields MCM's status has a place for, and returns the
+// names and conditions the last operation's description holds.
+func fromMCM(m *v1alpha1.Machine, nanos []int32) (st lifecycle.Status, args lastop.Args, err error) {
 	p, err := phase.Parse(string(m.Status.CurrentStatus.Phase))
 	if err != nil {
-		return st, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
+		return st, args, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
 	}
 	lo := &m.Status.LastOperation
 	typ, err := lastop.ParseType(string(lo.Type))
 	if err != nil {
-		return st, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
+		return st, args, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
 	}
 	state, err := lastop.ParseState(string(lo.State))
 	if err != nil {
-		return st, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
+		return st, args, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
 	}
 	st.Phase = p
-	st.LastOp, _ = lastop.FromLastOperation(lastop.LastOperation{
+	st.LastOp, args = lastop.FromLastOperation(lastop.LastOperation{
 		Description:    lo.Description,
 		ErrorCode:      lo.ErrorCode,
 		LastUpdateTime: lo.LastUpdateTime.Time,
@@ -269,6 +294,12 @@ func fromMCM(m *v1alpha1.Machine, nanos []int32) (lifecycle.Status, error) {
 		Type:           typ,
 	})
 	st.LastKnownState = m.Status.LastKnownState
+	for i, c := range conditionsTimes(m.Status.Conditions, nanos) {
+		if !lifecycle.InStampRange(c) {
+			return st, args, fmt.Errorf("%w: machine %s: status.conditions[%d].lastTransitionTime: %v",
+				ErrInvalidState, m.Name, i, outOfRange(c))
+		}
+	}
 	st.Conditions = conditionsFrom(m.Status.Conditions, nanos)
 	if len(m.Status.Addresses) > 0 {
 		st.Addresses = make([]driverapi.Address, len(m.Status.Addresses))
@@ -276,7 +307,7 @@ func fromMCM(m *v1alpha1.Machine, nanos []int32) (lifecycle.Status, error) {
 			st.Addresses[i] = driverapi.Address{Type: string(a.Type), Address: a.Address}
 		}
 	}
-	return st, nil
+	return st, args, nil
 }
 
 // into writes the annotation's fields into st.
@@ -399,6 +430,9 @@ func stampText(s lifecycle.Stamp) string {
 	return s.Time().Format(time.RFC3339Nano)
 }
 
+// parseStamp reads a stamp stampText wrote. A time outside the years a
+// stamp holds is an error: no writer of a valid status gives one, and read
+// as a stamp it would saturate (see lifecycle.InStampRange).
 func parseStamp(text string) (lifecycle.Stamp, error) {
 	if text == "" {
 		return 0, nil
@@ -407,7 +441,15 @@ func parseStamp(text string) (lifecycle.Stamp, error) {
 	if err != nil {
 		return 0, err
 	}
+	if !lifecycle.InStampRange(t) {
+		return 0, outOfRange(t)
+	}
 	return lifecycle.StampOf(t), nil
+}
+
+// outOfRange is the error of a time outside the years a stamp holds.
+func outOfRange(t time.Time) error {
+	return fmt.Errorf("time %s is outside the years a stamp holds (1678 to 2262)", t.Format(time.RFC3339Nano))
 }
 
 // stageText names a stage; StageNone is left out.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mcm
+
+const raceOn = false
