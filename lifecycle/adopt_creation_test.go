@@ -234,3 +234,28 @@ func TestAdoptedCreationPastItsTimeoutWithAHealthyNodeRuns(t *testing.T) {
 		require.Equal(t, phase.Running.Label(), in.Status.Phase.Label(), "%s: %v", p.Label(), phases)
 	}
 }
+
+// A machine found past creation whose status names its instance but no
+// node (older MCM releases left Pending machines without their node label)
+// records the node once it observes it carrying the instance's providerID,
+// and writes the node label, as MCM's creation flow does (B2).
+func TestNodeNameRecordedWhenTheNodeIsObserved(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	for _, p := range []phase.Phase{phase.Pending, phase.Running, phase.Unknown} {
+		in := withIdentity(newInput(), p)
+		in.Status.NodeName, in.Object.NodeLabel = "", ""
+		in.Node = healthyNode()
+		ds, next := pass(t, cfg, in, &cooperative{lookup: driverapi.OK})
+		last := ds[len(ds)-1]
+		require.Equal(t, nodeName, last.Status.NodeName, "%s: rules %v", p.Label(), rulesOfPass(ds))
+		require.Equal(t, nodeName, next.Object.NodeLabel, "%s: the node label is written", p.Label())
+	}
+	// A node that does not carry the instance's providerID is not proven
+	// the machine's: its name is not recorded.
+	in := withIdentity(newInput(), phase.Running)
+	in.Status.NodeName, in.Object.NodeLabel = "", ""
+	in.Node = healthyNode()
+	in.Node.ProviderID = ""
+	d := step(t, cfg, in)
+	require.Empty(t, d.Status.NodeName)
+}
