@@ -26,6 +26,13 @@ func (x *decider) health() {
 	}
 	n := x.node()
 	found := n != nil
+	if found && st.NodeName == "" && n.ProviderID == st.ProviderID && st.ProviderID != "" {
+		// The status names the instance but not its node (a machine MCM
+		// left without its node label): the node carrying the instance's
+		// providerID is its node; recorded, its label is written (B2).
+		st.NodeName = n.Name
+		x.changed = true
+	}
 	if found && !sameConditions(st.Conditions, n.Conditions) {
 		// H2: mirror the node's conditions (the status shares the input's
 		// read-only slice).

@@ -530,15 +530,12 @@ func (c adoptionCase) expectedEnd() end {
 // knownIssue names the core issue a realistic case still shows, or "".
 // Each is reproduced by its case and reported with it; a fixed issue fails
 // its case, so the mark goes with the fix.
-func knownIssue(c adoptionCase) string {
-	if c.expectedEnd() == endRunning && c.pid && !c.label && c.phase == pPending {
-		// A Pending machine with spec.providerID and no node label (as
-		// older MCM releases left it) joins and becomes Running, but its
-		// status never records the node's name, although the node is
-		// found (by its machine-name label) and GetMachineStatus names it:
-		// the node label is never written.
-		return `node label ""`
-	}
+func knownIssue(adoptionCase) string {
+	// None today. The last one: a Pending machine with spec.providerID and
+	// no node label (as older MCM releases left it) joined and became
+	// Running but never recorded its node's name, so its node label was
+	// never written; the lifecycle now records the node that carries the
+	// instance's providerID.
 	return ""
 }
 
