@@ -259,3 +259,21 @@ func TestNodeNameRecordedWhenTheNodeIsObserved(t *testing.T) {
 	d := step(t, cfg, in)
 	require.Empty(t, d.Status.NodeName)
 }
+
+// An Available machine (no target cluster) whose status and object name no
+// instance looks it up and records it, as MCM's D9 sends a machine without
+// spec.providerID through its creation flow; it is never created again.
+func TestAvailableWithoutInstanceLooksItUp(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.NoTargetCluster = true
+	in := withIdentity(newInput(), phase.Available)
+	in.Status.ProviderID, in.Object.ProviderID, in.Status.NodeName, in.Object.NodeLabel = "", "", "", ""
+	ds, _ := pass(t, cfg, in, &cooperative{lookup: driverapi.OK})
+	last := ds[len(ds)-1]
+	require.Equal(t, providerID, last.Status.ProviderID, "rules %v", rulesOfPass(ds))
+	require.Equal(t, phase.Available.Label(), last.Status.Phase.Label())
+	drv := &cooperative{lookup: driverapi.NotFound}
+	ds, _ = pass(t, cfg, in, drv)
+	require.Zero(t, drv.calls[driverapi.MethodCreate], "never created again: rules %v", rulesOfPass(ds))
+	require.Equal(t, phase.Available.Label(), ds[len(ds)-1].Status.Phase.Label())
+}
