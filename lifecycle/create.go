@@ -214,7 +214,7 @@ func (x *decider) onLookup(r *driverapi.Result) {
 			// asked again after Long.
 			x.pin(RuleCreateInstanceMissing)
 			set(x, &x.st.RetryAfter, x.now.Add(retry.Long))
-			x.health()
+			x.pastCreation()
 			return
 		}
 		x.createInstance()

@@ -436,7 +436,7 @@ func (x *decider) dispatch() {
 		x.health()
 	case st.Phase == phase.None, st.Phase == phase.CrashLoopBackOff:
 		x.create()
-	case st.Phase == phase.Available, st.Phase == phase.Terminating:
+	case st.Phase == phase.Available && st.ProviderID != "", st.Phase == phase.Terminating:
 		// Available has no node to watch (D10). Terminating without a
 		// deletion time is a machine its owner is about to delete.
 		x.idle()
@@ -462,7 +462,7 @@ func (x *decider) adoptIdentity() {
 	if pid == "" {
 		if at := st.RetryAfter; at > x.now && at.Sub(x.now) <= x.maxBackoff() {
 			// Looked up lately: health decides until the next lookup.
-			x.health()
+			x.pastCreation()
 			return
 		}
 		x.create()
@@ -473,6 +473,17 @@ func (x *decider) adoptIdentity() {
 	set(x, &st.ProviderID, pid)
 	if st.NodeName == "" {
 		set(x, &st.NodeName, node)
+	}
+	x.pastCreation()
+}
+
+// pastCreation decides for a machine past creation once its instance is
+// settled: health, or, for an Available machine, which has no node to
+// watch, nothing until the next resync (D10).
+func (x *decider) pastCreation() {
+	if x.st.Phase == phase.Available {
+		x.idle()
+		return
 	}
 	x.health()
 }
