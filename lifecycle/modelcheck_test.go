@@ -12,24 +12,31 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// An exhaustive bounded model check of one machine (issue 5, parts 2 and
-// 7): lifecycletest.Explore explores the machine, its object, node, token,
-// observer, grant, the problems the shell finds and the provider's
-// instances breadth first, with every outcome of every decision's effects
-// (driver codes by class, failed writes, a lost status write, a crash
-// before the outcome is fed back, a provider that loses sight of an
-// instance or drops a metadata key) and the world's events (time passing a
-// deadline, the node registering, turning unhealthy or going, the instance
-// vanishing, deletion, a spec change, the observer degrading or
-// recovering, the limiter's grant). Every transition must keep the promises
-// of DESIGN section 6 (lifecycletest.Check; one instance per incarnation,
-// none left when gone or once our finalizer is removed; metadata never
-// reported in sync while the instance lacks a key), and from every
-// reachable state a fault-free path must reach an end state: gone or our
-// finalizer removed, Running in sync, Available, or Failed awaiting
-// replacement. Every rule of the flows must be decided (or emitted) in
-// some exploration. The explorations run in parallel; the same ones draw
-// the flow diagrams of doc/diagrams.md.
+// An exhaustive bounded model check of one machine: lifecycletest.Explore
+// explores the machine, its object, node, token, observer, grant, the
+// problems the shell finds and the provider's instances breadth first, with
+// every outcome of every decision's effects (driver codes by class, failed
+// writes, a lost status write, a crash before the outcome is fed back, a
+// provider that loses sight of an instance or drops a metadata key) and the
+// world's events (time passing a deadline, the node registering, turning
+// unhealthy or going, the instance vanishing, deletion, a spec change, the
+// observer degrading or recovering, the limiter's grant), from new machines,
+// Running ones, machines taken over from another controller at every phase
+// and deletion step it leaves them in, and machines whose status lost a
+// write. Every transition must keep the promises of DESIGN section 6
+// (lifecycletest.Check; one instance per incarnation, none left when gone or
+// once our finalizer is removed; metadata never reported in sync while the
+// instance lacks a key). Once faults stop, every machine must reach an end
+// state, the one expected of it: from every reachable state a fault-free
+// path leads to an end state (gone or our finalizer removed, Running in
+// sync, Available, or Failed awaiting replacement), no fair cycle of
+// fault-free transitions avoids every end state through a state whose
+// deadlines have all passed (a machine waiting or looping forever), and no
+// fault-free path ends other than expected: gone once deleting, Running
+// (Available) once the instance exists and its node is healthy, Failed only
+// where a timeout can fire. Every rule of the flows must be decided (or
+// emitted) in some exploration. The explorations run in parallel; the same
+// ones draw the flow diagrams of doc/diagrams.md.
 func TestModelCheck(t *testing.T) {
 	if testing.Short() || raceOn {
 		t.Skip("exhaustive: run without -short and without the race detector")
@@ -47,17 +54,21 @@ func TestModelCheck(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	states, transitions := 0, 0
+	states, transitions, starts, passes := 0, 0, 0, 0
 	for _, rep := range reports {
 		states += rep.States
 		transitions += rep.Transitions
+		starts += rep.Starts
+		passes = max(passes, rep.Passes)
 	}
-	t.Logf("%d explorations: %d states, %d transitions", len(reports), states, transitions)
+	t.Logf("%d explorations: %d start states, %d states, %d transitions; once faults stop, every machine reaches "+
+		"its end state within %d passes (not counting the passes of a wait)", len(reports), starts, states, transitions, passes)
 	checkRulesReached(t, reports)
 }
 
 // explore runs one exploration and fails t on a broken promise or
-// invariant, or a state without a way out.
+// invariant, a state without a way out, a livelock, or a fault-free path to
+// an end state not expected of where it starts.
 func explore(t *testing.T, x lifecycletest.Exploration) lifecycletest.Report {
 	t.Helper()
 	start := time.Now()
@@ -77,8 +88,19 @@ func explore(t *testing.T, x lifecycletest.Exploration) lifecycletest.Report {
 	for _, s := range rep.StuckStates {
 		t.Errorf("no fault-free path to an end state from %s", s)
 	}
-	t.Logf("%s: %d states, %d transitions explored, %d without a way out, %d kinds of decision, %d rules, %v",
-		rep.Name, rep.States, rep.Transitions, rep.Stuck, len(rep.Edges), len(rulesOf(rep)), time.Since(start).Round(time.Millisecond))
+	for _, s := range rep.LivelockStates {
+		t.Errorf("a livelock: %s", s)
+	}
+	for _, s := range rep.UnexpectedStates {
+		t.Errorf("a fault-free path to an end state not expected: %s", s)
+	}
+	if rep.Stuck+rep.Livelocks+rep.Unexpected > 0 {
+		t.Errorf("%d states without a way out, %d livelocks, %d states with an unexpected end", rep.Stuck, rep.Livelocks, rep.Unexpected)
+	}
+	t.Logf("%s: %d start states, %d states, %d transitions explored, %d without a way out, %d livelocks, "+
+		"%d unexpected ends, at most %d passes to an end, %d kinds of decision, %d rules, %v",
+		rep.Name, rep.Starts, rep.States, rep.Transitions, rep.Stuck, rep.Livelocks, rep.Unexpected, rep.Passes,
+		len(rep.Edges), len(rulesOf(rep)), time.Since(start).Round(time.Millisecond))
 	return rep
 }
 
@@ -177,7 +199,7 @@ func knownIssues(t *testing.T) {
 }
 
 // The parts of the world lifecycletest.Explorations leaves switched off
-// because the lifecycle breaks liveness in them: see
+// because the lifecycle breaks a promise or liveness in them: see
 // lifecycletest.KnownIssueExplorations.
 func TestModelCheckKnownIssues(t *testing.T) {
 	knownIssues(t)

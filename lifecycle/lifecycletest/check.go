@@ -2,7 +2,8 @@
 // for users as etcd ships rafttest: a checker of the promises every decision
 // keeps (DESIGN section 6), rapid generators of inputs, a fault-injecting
 // in-memory driver, and an exhaustive bounded exploration of one machine's
-// world ([Explore]) that reports every decision it observed. Use it in
+// world ([Explore]) that reports every decision it observed and checks that,
+// once faults stop, every machine reaches the end expected of it. Use it in
 // property tests of a controller that embeds the lifecycle, or of the
 // lifecycle itself; the lifecycle's model check and the flow diagrams of
 // doc/diagrams.md run [Explorations].

@@ -11,10 +11,10 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// An exhaustive bounded exploration of one machine (issue 5, part 2). The
-// state of the machine, its object, node, token, observer, grant, the
-// problems the shell finds and the provider's instances is explored breadth
-// first from a few start states; each transition is a decision of
+// An exhaustive bounded exploration of one machine. The state of the
+// machine, its object, node, token, observer, grant, the problems the shell
+// finds and the provider's instances is explored breadth first from a few
+// start states; each transition is a decision of
 // [lifecycle.Step] with every outcome of its effects (driver codes by class,
 // failed writes, a lost status write, a crash before the outcome is fed
 // back, a provider that loses sight of an instance for a moment or drops a
@@ -27,9 +27,12 @@ import (
 // the world's invariants (one instance per incarnation, none of another
 // owner, none left once the machine is gone or our finalizer removed,
 // metadata never reported in sync while the instance lacks a key);
-// afterwards the states from which no fault-free path reaches an end state
-// are counted. The search is deterministic: the same code gives the same
-// states in the same order, the same counts and the same edges.
+// afterwards liveness is checked on the fault-free transitions
+// (liveness.go): the states from which no fault-free path reaches an end
+// state, the livelocks, and the states whose fault-free paths end other
+// than expected are counted. The search is deterministic: the same code
+// gives the same states in the same order, the same counts and the same
+// edges.
 
 // Events is a set of the world's events an [Exploration] lets happen
 // between reconcile passes.
@@ -78,12 +81,19 @@ const (
 	// EventNodeUnreadable lets the node become unreadable (Input.NodeReadFailed);
 	// reading it again is fair.
 	EventNodeUnreadable
+	// EventMetadataKeyRemoved lets the key pool leave the desired metadata
+	// once EventMetadata asked for it, so that the instance must lose it.
+	EventMetadataKeyRemoved
 )
+
+// eventsAll is the set of every event of the world.
+const eventsAll = EventMetadataKeyRemoved<<1 - 1
 
 // String lists the events of the set by name, joined by ", ".
 func (e Events) String() string {
 	names := []string{"fair events", "node health", "node gone", "foreign node", "deletion", "force deletion",
-		"hot update", "metadata", "observer", "grant", "instance gone", "problem", "node unreadable"}
+		"hot update", "metadata", "observer", "grant", "instance gone", "problem", "node unreadable",
+		"metadata key removed"}
 	var out []string
 	for i, n := range names {
 		if e&(1<<i) != 0 {
@@ -94,60 +104,6 @@ func (e Events) String() string {
 		out = append(out, fmt.Sprintf("Events(%#x)", uint16(rest)))
 	}
 	return strings.Join(out, ", ")
-}
-
-// Start names a state an [Exploration] starts from.
-type Start uint8
-
-// The start states.
-const (
-	// StartNew is a new machine a minute after its creation: no status, no
-	// finalizer, no instance.
-	StartNew Start = iota
-	// StartNewOverOldInstance is StartNew while the provider still holds an
-	// instance of an older incarnation of the same name (another UID).
-	StartNewOverOldInstance
-	// StartRunning is a machine Running and in sync an hour after its
-	// creation, with its healthy node.
-	StartRunning
-	// StartAdoptedRunning is a Running machine taken over from another
-	// controller (MCM) an hour after its creation: its status records no
-	// instance and its spec no providerID; only its healthy node names the
-	// instance.
-	StartAdoptedRunning
-	// StartAdoptedDeleting is a machine another controller (MCM) was
-	// deleting, deleted a minute ago: Terminating, its last operation
-	// naming the drain, its instance and node still there.
-	StartAdoptedDeleting
-	// StartAdoptedDeletingUnknownStep is StartAdoptedDeleting with a last
-	// operation that names no step (MCM's MachineSet's "Deleting machine
-	// from cloud provider").
-	StartAdoptedDeletingUnknownStep
-	// StartNewWhilePredecessorTerminates is StartNewOverOldInstance while
-	// that older incarnation is still terminating
-	// (Input.PredecessorTerminating); it finishes as a fair event.
-	StartNewWhilePredecessorTerminates
-)
-
-// String names the start state.
-func (p Start) String() string {
-	switch p {
-	case StartNew:
-		return "new machine"
-	case StartNewOverOldInstance:
-		return "new machine over an older incarnation's instance"
-	case StartRunning:
-		return "Running machine"
-	case StartAdoptedRunning:
-		return "Running machine taken over without a recorded instance"
-	case StartAdoptedDeleting:
-		return "machine another controller left deleting at the drain"
-	case StartAdoptedDeletingUnknownStep:
-		return "machine another controller left deleting at no known step"
-	case StartNewWhilePredecessorTerminates:
-		return "new machine while an older incarnation of its name terminates"
-	}
-	return fmt.Sprintf("Start(%d)", uint8(p))
 }
 
 // Variants is a set of changes to the world of an [Exploration].
@@ -202,6 +158,10 @@ type Exploration struct {
 	// MaxStates bounds the search; [Explore] fails when the world has at
 	// least that many states. Zero means [DefaultMaxStates].
 	MaxStates int
+	// Decide, when set, decides in place of lifecycle.Step. A test sets it
+	// to a deliberately broken lifecycle (lifecycle.Step with a decision
+	// changed) to check that the exploration catches what it breaks.
+	Decide func(cfg lifecycle.Config, in lifecycle.Input) lifecycle.Decision
 	// Observe, when set, is called with every decision made (and the
 	// configuration and input it was made from), once per explored state,
 	// in the order of the search. The pointers are valid only during the
@@ -214,10 +174,15 @@ type Exploration struct {
 // health and the limiter (from a new machine, with and without an older
 // incarnation's instance, whose instance may vanish); deletion at any point
 // (from a new and a Running machine, with a stale node of the instance's
-// name); hot update and metadata (from a Running machine). Five small ones
-// explore what those worlds never show: machines taken over from another
-// controller, no target cluster, problems with the machine or its class, an
-// unreadable node, and a disabled health timeout.
+// name); hot update and metadata (from a Running machine). Three start
+// from every state another controller or a lost write leaves a machine in:
+// machines taken over from another controller at every phase
+// ([AdoptedStarts]), while being created or running and while deleting,
+// and machines whose status lost a write ([LostWriteStarts]). Five small
+// ones explore what those worlds never show: no target cluster (from a new
+// machine, and from the machines taken over or after lost writes),
+// problems with the machine or its class, an unreadable node, and a
+// disabled health timeout.
 func Explorations() []Exploration {
 	return []Exploration{
 		{Name: "creation, health and the limiter",
@@ -230,11 +195,20 @@ func Explorations() []Exploration {
 			Events: EventsFair | EventHotUpdate | EventMetadata | EventNodeHealth | EventDelete,
 			Starts: []Start{StartRunning}},
 		{Name: "taken over from another controller",
-			Events: EventsFair | EventNodeGone | EventDelete | EventInstanceGone,
-			Starts: []Start{StartAdoptedRunning, StartAdoptedDeleting, StartAdoptedDeletingUnknownStep}},
+			Events: EventsFair | EventNodeHealth | EventNodeGone | EventDelete | EventInstanceGone,
+			Starts: append([]Start{StartAdoptedRunning}, adoptedStarts(false)...), MaxStates: 1_000_000},
+		{Name: "taken over while deleting",
+			Events: EventsFair | EventNodeHealth | EventNodeGone | EventForeignNode | EventForceDeletion | EventInstanceGone,
+			Starts: append([]Start{StartAdoptedDeleting, StartAdoptedDeletingUnknownStep}, adoptedStarts(true)...)},
+		{Name: "after lost writes",
+			Events: EventsFair | EventNodeHealth | EventNodeGone | EventDelete | EventInstanceGone | EventGrant,
+			Starts: LostWriteStarts()},
 		{Name: "without a target cluster",
 			Events: EventsFair | EventDelete, Variants: VariantNoTargetCluster,
 			Starts: []Start{StartNew}},
+		{Name: "taken over, or after lost writes, without a target cluster",
+			Events: EventsFair | EventDelete | EventInstanceGone, Variants: VariantNoTargetCluster,
+			Starts: append(AdoptedStarts(), LostWriteStarts()...)},
 		{Name: "problems with the machine or its class",
 			Events: EventsFair | EventProblem | EventDelete,
 			Starts: []Start{StartRunning}},
@@ -248,13 +222,23 @@ func Explorations() []Exploration {
 }
 
 // KnownIssueExplorations returns explorations that [Explorations] leaves
-// out because the lifecycle breaks liveness in them, so that the model
-// check guards the rest meanwhile. Each name says what it switches on; once
-// the lifecycle is fixed it passes, and its events belong in
-// [Explorations]. There is none today: the last one (machines taken over
-// without a recorded instance whose instance vanished, never marked Failed)
-// was fixed and moved into the exploration of taken-over machines.
-func KnownIssueExplorations() []Exploration { return nil }
+// out because the lifecycle breaks a promise or liveness in them, so that
+// the model check guards the rest meanwhile. Each name says what it
+// switches on; once the lifecycle is fixed it passes, and its events belong
+// in [Explorations]. There is one today: a key leaving the desired
+// metadata (EventMetadataKeyRemoved). A patch that sets the key, whose
+// outcome is lost (a crash after UpdateMetadata answered OK), leaves the
+// key on the instance; the key then leaves the desired set before the next
+// observation, which records only the desired keys and the keys observed
+// before, so the key is never observed, never removed, and the machine is
+// reported in sync while its instance carries it.
+func KnownIssueExplorations() []Exploration {
+	return []Exploration{
+		{Name: "hot update and metadata, with a key removed from the desired metadata",
+			Events: EventsFair | EventHotUpdate | EventMetadata | EventMetadataKeyRemoved | EventNodeHealth | EventDelete,
+			Starts: []Start{StartRunning}, MaxStates: 1_000_000},
+	}
+}
 
 // Place is where a machine is in its lifecycle: its phase and the stage of
 // its creation or deletion flow.
@@ -313,6 +297,32 @@ type Report struct {
 	// StuckStates describes the first three of them in the order of the
 	// search: the state, the path that reached it, and its decision.
 	StuckStates []string
+	// Starts counts the exploration's start states.
+	Starts int
+	// Passes is the most reconcile passes a fault-free path takes from an
+	// explored state to an end state: once faults stop, every machine of
+	// the world reaches its end within Passes passes. Only the passes that
+	// lead out of a strongly connected set of states count: the passes of
+	// a wait that time or a fair event ends (the node registering, the
+	// observer recovering) are not counted, however long it lasts.
+	Passes int
+	// Livelocks counts the livelocks: fair cycles of fault-free transitions
+	// that avoid every end state and pass through a state whose every
+	// deadline has passed, where a machine waits or loops forever although
+	// faults stopped (see [Explore]).
+	Livelocks int
+	// LivelockStates describes the first three of them: a state of the
+	// cycle whose every deadline has passed, the path that reached it, and
+	// the cycle.
+	LivelockStates []string
+	// Unexpected counts the states from which a fault-free path reaches an
+	// end state other than the ones expected of them (see [Explore]), and
+	// the start states from which no fault-free path reaches the end
+	// expected of them.
+	Unexpected int
+	// UnexpectedStates describes the first three of them: the state, the
+	// path that reached it, and the fault-free path to the unexpected end.
+	UnexpectedStates []string
 }
 
 // ErrExplore is wrapped by every error [Explore] returns that is not a
@@ -324,6 +334,26 @@ var ErrExplore = errors.New("lifecycletest: exploration failed")
 // breaks an invariant of the world, or when the world has MaxStates
 // states or more (wrapping [ErrExplore]); the error names the state, the
 // path from a start state that reached it, and the decision.
+//
+// It then checks liveness under fairness on the transitions that are
+// fault free (the lifecycle's steps whose effects run and whose driver
+// answers, time passing, and the fair events of [EventsFair]) and reports
+// what it finds in the [Report]: the states from which no fault-free path
+// reaches an end state (Stuck); the livelocks, fair cycles of fault-free
+// transitions that avoid every end state and pass a state whose every
+// deadline has passed, where a machine waits or loops forever (a cycle is
+// fair when it takes the lifecycle's step and every fair event that one of
+// its states could take; a cycle whose deadlines are still ahead is a wait
+// that time ends); and the states from which a fault-free path ends other
+// than expected (Unexpected). A machine whose deletion was requested must
+// end gone (or with our finalizer removed); any other must end Running, or
+// Available without a target cluster, and may end Failed only where a
+// timeout can legitimately fire: not once its instance exists and is
+// initialized and its own node is healthy past creation, as nothing fault
+// free turns the node unhealthy or removes the instance. From each start
+// state, some fault-free path must also reach the end wanted of it: gone
+// when deleting, Failed when Failed, else Running (Available). Passes is
+// the longest fault-free path to an end state, in reconcile passes.
 func Explore(x Exploration) (Report, error) {
 	return newExplorer(x).run()
 }
@@ -339,18 +369,20 @@ func newExplorer(x Exploration) *explorer {
 // indices.
 func (e *explorer) run() (Report, error) {
 	x, limit := e.x, e.x.MaxStates
-	rep := Report{Name: x.Name}
+	rep := Report{Name: x.Name, Starts: len(x.Starts)}
 	edges := map[Edge]int{}
 	for i, p := range x.Starts {
-		if err := e.visit(startState(p, x.Variants), int32(-1-i), 0); err != nil {
+		j, err := e.visitFrom(startState(p, x.Variants), int32(-1-i), 0, "")
+		if err != nil {
 			return rep, err
 		}
+		e.starts = append(e.starts, j)
 	}
 	e.edgeStart = append(e.edgeStart, 0)
-	for i := int32(0); e.q.len() > 0 && len(e.end) < limit; i++ {
+	for i := int32(0); e.q.len() > 0 && len(e.ends) < limit; i++ {
 		s := e.q.pop()
 		in := s.input()
-		d := lifecycle.Step(e.cfg, in)
+		d := e.step(in)
 		if err := Check(&e.cfg, &in, &d); err != nil {
 			return rep, fmt.Errorf("%w\n%s", err, e.describe(i, &s, &d))
 		}
@@ -367,14 +399,15 @@ func (e *explorer) run() (Report, error) {
 			}
 			if tr.faultFree {
 				e.edgeTo = append(e.edgeTo, j)
+				e.edgeKind = append(e.edgeKind, uint8(tr.kind))
 			}
 		}
 		e.edgeStart = append(e.edgeStart, int32(len(e.edgeTo)))
 	}
-	if len(e.end) >= limit {
+	if len(e.ends) >= limit {
 		return rep, fmt.Errorf("%w: %s: the state space exceeds %d states", ErrExplore, x.Name, limit)
 	}
-	rep.States = len(e.end)
+	rep.States = len(e.ends)
 	for ed, n := range edges {
 		ed.Count = n
 		rep.Edges = append(rep.Edges, ed)
@@ -382,19 +415,17 @@ func (e *explorer) run() (Report, error) {
 	slices.SortFunc(rep.Edges, func(a, b Edge) int {
 		return cmp.Or(a.From.Compare(b.From), a.To.Compare(b.To), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.OpRule, b.OpRule))
 	})
-	good := e.live()
-	for i, ok := range good {
-		if ok {
-			continue
-		}
-		if rep.Stuck < 3 {
-			s := e.replay(int32(i))
-			d := lifecycle.Step(e.cfg, s.input())
-			rep.StuckStates = append(rep.StuckStates, e.describe(int32(i), &s, &d))
-		}
-		rep.Stuck++
-	}
+	e.checkLiveness(&rep)
 	return rep, nil
+}
+
+// step decides in state in: with the exploration's Decide, else with
+// lifecycle.Step.
+func (e *explorer) step(in lifecycle.Input) lifecycle.Decision {
+	if e.x.Decide != nil {
+		return e.x.Decide(e.cfg, in)
+	}
+	return lifecycle.Step(e.cfg, in)
 }
 
 // successors returns every successor of s: those of its step, and the
@@ -408,27 +439,32 @@ func (s *wState) successors(d *lifecycle.Decision, allowed Events, v Variants) [
 }
 
 // explorer holds the search: states by key, each state's parent and the
-// successor that reached it (to replay paths), the end states, and the
-// fault-free edges in compressed rows (states are expanded in index order).
+// successor that reached it (to replay paths), what the liveness check
+// reads of each state, and the fault-free edges in compressed rows, with
+// their kinds (states are expanded in index order).
 type explorer struct {
-	x         *Exploration
-	cfg       lifecycle.Config
-	index     map[wKey]int32
-	parent    []int32 // -1-k for the k-th start state
-	via       []uint16
-	end       []bool
-	edgeStart []int32
-	edgeTo    []int32
-	q         wQueue
+	x      *Exploration
+	cfg    lifecycle.Config
+	index  map[wKey]int32
+	parent []int32 // -1-k for the k-th start state
+	via    []uint16
+	starts []int32 // the state of each start
+	// ends holds each state's kind of end state (0: none), expect the end
+	// kinds its fault-free paths may reach, startsPass whether a step from
+	// it starts a reconcile pass, saturated whether all its deadlines
+	// passed.
+	ends       []uint8
+	expect     []uint8
+	startsPass []bool
+	saturated  []bool
+	edgeStart  []int32
+	edgeTo     []int32
+	edgeKind   []uint8
+	q          wQueue
 }
 
-// visit adds s, reached from parent by its successor number via, unless its
-// key is known.
-func (e *explorer) visit(s wState, parent int32, via int) error {
-	_, err := e.visitFrom(s, parent, via, "")
-	return err
-}
-
+// visitFrom adds s, reached from parent by its successor number via
+// (labelled label), unless its key is known, and returns its index.
 func (e *explorer) visitFrom(s wState, parent int32, via int, label string) (int32, error) {
 	k := s.key()
 	if i, ok := e.index[k]; ok {
@@ -441,52 +477,16 @@ func (e *explorer) visitFrom(s wState, parent int32, via int, label string) (int
 		}
 		return 0, fmt.Errorf("%w: %s: %s\nstate %s\npath %s", ErrExplore, e.x.Name, msg, k, path)
 	}
-	i := int32(len(e.end))
+	i := int32(len(e.ends))
 	e.index[k] = i
 	e.parent = append(e.parent, parent)
 	e.via = append(e.via, uint16(via))
-	e.end = append(e.end, s.end())
+	e.ends = append(e.ends, s.endKind())
+	e.expect = append(e.expect, s.expectedEnds(e.x.Variants))
+	e.startsPass = append(e.startsPass, s.betweenPasses())
+	e.saturated = append(e.saturated, s.saturated(k))
 	e.q.push(s)
 	return i, nil
-}
-
-// live reports for every state whether a fault-free path leads from it to
-// an end state, walking the fault-free edges backwards from the end states.
-func (e *explorer) live() []bool {
-	n := len(e.end)
-	good := slices.Clone(e.end)
-	in := make([]int32, n+1)
-	for _, j := range e.edgeTo {
-		in[j+1]++
-	}
-	for i := range n {
-		in[i+1] += in[i]
-	}
-	from := make([]int32, len(e.edgeTo))
-	fill := slices.Clone(in[:n])
-	for i := range n {
-		for _, j := range e.edgeTo[e.edgeStart[i]:e.edgeStart[i+1]] {
-			from[fill[j]] = int32(i)
-			fill[j]++
-		}
-	}
-	var stack []int32
-	for i, ok := range good {
-		if ok {
-			stack = append(stack, int32(i))
-		}
-	}
-	for len(stack) > 0 {
-		j := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, i := range from[in[j]:in[j+1]] {
-			if !good[i] {
-				good[i] = true
-				stack = append(stack, i)
-			}
-		}
-	}
-	return good
 }
 
 // replay rebuilds state i by replaying its path from its start state.
@@ -510,7 +510,7 @@ func (e *explorer) replayPath(i int32) (wState, []string) {
 	s := startState(start, e.x.Variants)
 	labels := []string{"start: " + start.String()}
 	for k := len(hops) - 1; k >= 0; k-- {
-		d := lifecycle.Step(e.cfg, s.input())
+		d := e.step(s.input())
 		tr := s.successors(&d, e.x.Events, e.x.Variants)[e.via[hops[k]]]
 		labels = append(labels, tr.label)
 		s = tr.next

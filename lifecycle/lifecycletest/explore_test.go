@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
 )
 
 // small is an exploration of about two thousand states: a new machine, fair
@@ -59,7 +61,7 @@ func TestExplorePathsReplay(t *testing.T) {
 		e := newExplorer(x)
 		_, err := e.run()
 		require.NoError(t, err)
-		keys := make([]wKey, len(e.end))
+		keys := make([]wKey, len(e.ends))
 		for k, i := range e.index {
 			keys[i] = k
 		}
@@ -74,19 +76,53 @@ func TestExplorePathsReplay(t *testing.T) {
 }
 
 // Every start state is named, keeps the world's invariants, and differs
-// from the others.
+// from the others; the adopted ones cover every phase MCM leaves a machine
+// in and every deletion step, with and without providerID and node label.
 func TestStartStates(t *testing.T) {
 	keys := map[wKey]Start{}
-	for p := StartNew; p <= StartAdoptedDeletingUnknownStep; p++ {
+	names := map[string]Start{}
+	for _, p := range allStarts() {
 		require.NotContains(t, p.String(), "Start(", "%d", p)
 		s := startState(p, 0)
 		require.Empty(t, s.invariant(), p.String())
 		other, seen := keys[s.key()]
 		require.False(t, seen, "%s and %s have the same key", p, other)
 		keys[s.key()] = p
+		other, seen = names[p.String()]
+		require.False(t, seen, "%d and %d have the same name %q", p, other, p.String())
+		names[p.String()] = p
 	}
-	require.Equal(t, "Start(9)", Start(9).String())
+	require.Equal(t, "Start(13)", Start(13).String())
+	require.Equal(t, "Start(77)", (adoptedBase | 13).String(), "a place past the adoptions")
+	require.Equal(t, "Start(128)", Start(128).String())
 	require.True(t, startState(StartRunning, VariantHealthTimeoutDisabled).obj.Overrides.DisableHealthTimeout)
+
+	places := map[Place]int{}
+	steps := map[lastop.Step]bool{}
+	for _, p := range AdoptedStarts() {
+		s := startState(p, 0)
+		places[PlaceOf(&s.st)]++
+		require.Equal(t, lifecycle.StageNone, s.st.Stage, p.String())
+		require.Equal(t, s.obj.ProviderID, s.st.ProviderID, "the status names what the spec names: %s", p)
+		require.Equal(t, s.obj.NodeLabel, s.st.NodeName, "the status names what the label names: %s", p)
+		if s.st.Phase == phase.Terminating {
+			steps[lastop.StepOf(lastop.Operation{Desc: s.st.LastOp.Desc}.Describe(lastop.Args{}))] = true
+		}
+	}
+	require.Len(t, AdoptedStarts(), 4*len(adoptions))
+	for _, ph := range []phase.Phase{phase.None, phase.CrashLoopBackOff, phase.Pending, phase.Running, phase.Unknown,
+		phase.Failed} {
+		require.Equal(t, 4, places[Place{ph, lifecycle.StageNone}], ph.Label())
+	}
+	require.Equal(t, 4*7, places[Place{phase.Terminating, lifecycle.StageNone}])
+	for st := lastop.StepNone; st <= lastop.StepRemoveFinalizer; st++ {
+		require.True(t, steps[st] || st == lastop.StepInitialize, "no adopted start at deletion step %s", st)
+	}
+	require.Len(t, adoptedStarts(true), 4*7)
+	require.Len(t, adoptedStarts(false), 4*6)
+	for _, p := range LostWriteStarts() {
+		require.Less(t, p, startNamed)
+	}
 }
 
 // The provider may take an UpdateMetadata and drop one of its keys.
@@ -117,8 +153,8 @@ func TestExploreBound(t *testing.T) {
 func TestEventsString(t *testing.T) {
 	require.Equal(t, "fair events, deletion", (EventsFair | EventDelete).String())
 	require.Equal(t, "", Events(0).String())
-	require.Equal(t, "grant, instance gone, node unreadable, Events(0x2000)", (EventGrant | EventInstanceGone |
-		EventNodeUnreadable | 1<<13).String())
+	require.Equal(t, "grant, instance gone, node unreadable, metadata key removed, Events(0x4000)", (EventGrant |
+		EventInstanceGone | EventNodeUnreadable | EventMetadataKeyRemoved | 1<<14).String())
 }
 
 func TestVariantsString(t *testing.T) {

@@ -1,6 +1,7 @@
 package lifecycletest
 
 import (
+	"strings"
 	"time"
 
 	"pgregory.net/rapid"
@@ -66,9 +67,7 @@ func Results() *rapid.Generator[driverapi.Result] {
 		r.NodeName = rapid.SampledFrom([]string{"", "node-1", "node-2"}).Draw(t, "node name")
 		r.OwnerUID = rapid.SampledFrom([]string{"", "uid-1", "uid-0"}).Draw(t, "owner")
 		r.Generation = rapid.Int64Range(0, 3).Draw(t, "generation")
-		if rapid.Bool().Draw(t, "metadata") {
-			r.Metadata = map[string]string{"team": rapid.SampledFrom([]string{"a", "b"}).Draw(t, "team")}
-		}
+		r.Metadata = Metadata().Draw(t, "metadata")
 		return r
 	})
 }
@@ -101,8 +100,11 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 			CreationFrom:       Stamps().Draw(t, "creation from"),
 		}
 		st.Failures.Create = uint8(rapid.IntRange(0, 3).Draw(t, "create failures"))
+		st.Failures.Health = uint8(rapid.IntRange(0, 2).Draw(t, "health failures"))
 		st.Failures.Delete = uint8(rapid.IntRange(0, 3).Draw(t, "delete failures"))
+		st.Failures.Update = uint8(rapid.IntRange(0, 2).Draw(t, "update failures"))
 		st.Failures.Metadata = uint8(rapid.IntRange(0, 3).Draw(t, "metadata failures"))
+		st.Metadata = Metadata().Draw(t, "observed metadata")
 		if rapid.Bool().Draw(t, "conditions") {
 			st.Conditions = Nodes().Draw(t, "mirrored node").Conditions
 		}
@@ -110,9 +112,42 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 	})
 }
 
-// Nodes draws nodes: absent, healthy, unhealthy, of another instance,
-// tainted, and nodes that give no evidence of health: without conditions,
-// without a Ready condition, with condition types nobody watches.
+// Metadata draws instance metadata over the keys team and pool: none, one
+// of them or both, each with the value the generators' objects ask or
+// another, and sometimes a key nobody asks for. Drawn for an object and for
+// what a status observed, it gives keys to add and keys to remove.
+func Metadata() *rapid.Generator[map[string]string] {
+	return rapid.Custom(func(t *rapid.T) map[string]string {
+		var m map[string]string
+		for _, k := range []struct{ key, want, other string }{{"team", "a", "b"}, {"pool", "b", "c"}} {
+			switch rapid.IntRange(0, 3).Draw(t, k.key) {
+			case 1, 2:
+				if m == nil {
+					m = map[string]string{}
+				}
+				m[k.key] = k.want
+			case 3:
+				if m == nil {
+					m = map[string]string{}
+				}
+				m[k.key] = k.other
+			}
+		}
+		if rapid.IntRange(0, 7).Draw(t, "stray key") == 0 {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m["stray"] = "x"
+		}
+		return m
+	})
+}
+
+// Nodes draws nodes: absent, healthy, unhealthy, of another instance or
+// labelled with another machine's name, tainted, deleted out of band (a
+// deletionTimestamp set), and nodes that give no evidence of health:
+// without conditions, without a Ready condition, with condition types
+// nobody watches.
 func Nodes() *rapid.Generator[lifecycle.Node] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Node {
 		if rapid.IntRange(0, 3).Draw(t, "no node") == 0 {
@@ -123,11 +158,14 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 		n := lifecycle.Node{
 			Name:        rapid.SampledFrom([]string{"node-1", "node-old"}).Draw(t, "node"),
 			ProviderID:  rapid.SampledFrom([]string{"test:///vm-1", "", "test:///vm-old"}).Draw(t, "node providerID"),
-			MachineName: rapid.SampledFrom([]string{"", "machine-1"}).Draw(t, "machine-name label"),
+			MachineName: rapid.SampledFrom([]string{"", "machine-1", "machine-0"}).Draw(t, "machine-name label"),
 			Conditions: []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: ready,
 				Since: Stamps().Draw(t, "ready since")}},
 			Taints:          lifecycle.Taints(rapid.IntRange(0, 3).Draw(t, "taints")),
 			VolumesAttached: rapid.IntRange(0, 2).Draw(t, "volumes attached"),
+			// Deleted out of band: it has a deletionTimestamp, and
+			// finalizers may hold it a while.
+			Deleting: rapid.IntRange(0, 7).Draw(t, "node deleted") == 0,
 		}
 		if rapid.Bool().Draw(t, "disk pressure") {
 			n.Conditions = append(n.Conditions, lifecycle.Condition{Type: "DiskPressure",
@@ -149,7 +187,13 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 
 // Inputs draws inputs of one machine "machine-1" (UID "uid-1") with any
 // status, observation, problem, grant and outcome, the previous decision's
-// own outcome among them.
+// own outcome among them. Half the statuses are arbitrary ([Statuses]), a
+// quarter are taken over from another controller ([AdoptedStatuses]) and a
+// quarter come after a lost or partial write ([StatusesAfterLostWrites]);
+// the object's providerID and node label, and its desired metadata, are
+// drawn independently of them, so a status and its object may name
+// different instances, nodes and keys. An outcome's driver call may also
+// find the instance vanished out of band (NotFound).
 func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Input {
 		in := lifecycle.Input{
@@ -163,7 +207,8 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 				ForceDeletion:    rapid.IntRange(0, 5).Draw(t, "force deletion") == 0,
 				UpdateGeneration: rapid.Int64Range(0, 2).Draw(t, "desired generation"),
 			},
-			Status:                 Statuses().Draw(t, "status"),
+			Status: rapid.OneOf(Statuses(), Statuses(), AdoptedStatuses(), StatusesAfterLostWrites()).
+				Draw(t, "status"),
 			Node:                   Nodes().Draw(t, "node"),
 			NodeReadFailed:         rapid.IntRange(0, 9).Draw(t, "node read failed") == 0,
 			VolumeAttachments:      rapid.IntRange(0, 2).Draw(t, "volume attachments"),
@@ -172,9 +217,7 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 			Grant:                  lifecycle.Grant{Fail: rapid.Bool().Draw(t, "grant")},
 			PredecessorTerminating: rapid.IntRange(0, 5).Draw(t, "predecessor terminating") == 0,
 		}
-		if rapid.Bool().Draw(t, "metadata") {
-			in.Object.Metadata = map[string]string{"team": rapid.SampledFrom([]string{"a", "b"}).Draw(t, "team")}
-		}
+		in.Object.Metadata = Metadata().Draw(t, "desired metadata")
 		if rapid.IntRange(0, 3).Draw(t, "deleting") == 0 {
 			in.Object.DeletionTime = in.Now.Add(-Durations().Draw(t, "deleting for"))
 		}
@@ -194,6 +237,10 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 			if d.HasCall() && rapid.IntRange(0, 5).Draw(t, "mismatched method") > 0 {
 				o.Result.Method = d.Call.Method
 			}
+			if d.HasCall() && rapid.IntRange(0, 5).Draw(t, "instance vanished") == 0 {
+				// The instance vanished out of band: the call finds none.
+				o.Result = driverapi.Result{Method: d.Call.Method, Code: driverapi.NotFound, Message: "gone", Text: "gone"}
+			}
 			if rapid.IntRange(0, 4).Draw(t, "stopped early") == 0 && o.Ran > 0 {
 				o.Ran = rapid.IntRange(0, o.Ran-1).Draw(t, "ran")
 				o.Stopped = lifecycle.Write(rapid.IntRange(1, 3).Draw(t, "stopped"))
@@ -209,4 +256,203 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 		}
 		return in
 	})
+}
+
+// mcmOperations returns the last operations MCM (or its MachineSet
+// controller) leaves a machine of phase p with: for Terminating, one per
+// description that names a deletion step, in both states, MCM's
+// MachineSet's text, which names none, and a text no template matches.
+func mcmOperations(p phase.Phase) []lastop.Operation {
+	op := func(t lastop.Type, s lastop.State, d lastop.Desc) lastop.Operation {
+		o := lastop.Operation{Type: t, State: s, Desc: d}
+		if strings.Contains(d.Format(), "<detail>") {
+			o.Detail, o.ErrorCode = "injected", "Internal"
+		}
+		if strings.Contains(d.Format(), "<elapsed>") {
+			o.Elapsed = 10 * time.Minute
+		}
+		return o
+	}
+	const (
+		create, health, del  = lastop.TypeCreate, lastop.TypeHealthCheck, lastop.TypeDelete
+		processing, ok, fail = lastop.StateProcessing, lastop.StateSuccessful, lastop.StateFailed
+	)
+	switch p {
+	case phase.None:
+		return []lastop.Operation{{}, op(create, processing, lastop.DescNone)}
+	case phase.CrashLoopBackOff:
+		return []lastop.Operation{op(create, fail, lastop.DescCloudProviderError), op(create, fail, lastop.DescInitFailed)}
+	case phase.Pending:
+		return []lastop.Operation{op(create, processing, lastop.DescCreating)}
+	case phase.Available:
+		return []lastop.Operation{op(create, ok, lastop.DescCreated)}
+	case phase.Running:
+		return []lastop.Operation{op(create, ok, lastop.DescJoined), op(health, ok, lastop.DescRejoined),
+			op(health, ok, lastop.DescHealthTimeoutReset), op(create, processing, lastop.DescCreating)}
+	case phase.Unknown:
+		return []lastop.Operation{op(health, processing, lastop.DescUnhealthy), op(health, processing, lastop.DescNodeMissing)}
+	case phase.Failed:
+		return []lastop.Operation{op(health, fail, lastop.DescHealthTimeout), op(create, fail, lastop.DescJoinTimeout),
+			op(create, fail, lastop.DescStaleNode)}
+	case phase.Terminating:
+		var out []lastop.Operation
+		for _, d := range lastop.Descs() {
+			if st := d.Step(); st == lastop.StepInitialize || st == lastop.StepNone || st == lastop.StepNodeReadyForUpdate {
+				continue
+			}
+			out = append(out, op(del, processing, d), op(del, fail, d))
+		}
+		foreign := lastop.Operation{Type: del, State: processing, Desc: lastop.DescUnknown, Detail: "Deleting machine"}
+		embedded := lastop.Operation{Type: del, State: fail, Desc: lastop.DescUnknown,
+			Detail: "a text of another controller; " + lastop.StepDeleteVM.Marker()}
+		return append(out, op(del, processing, lastop.DescMachineSetDeleting), foreign, embedded)
+	}
+	return nil
+}
+
+// adoptedPhases are the phases AdoptedStatuses draws: every phase MCM
+// leaves a machine in but the in-place update phases.
+var adoptedPhases = []phase.Phase{phase.None, phase.CrashLoopBackOff, phase.Pending, phase.Available, phase.Running,
+	phase.Unknown, phase.Failed, phase.Terminating}
+
+// AdoptedStatuses draws the statuses a shell hands in for a machine taken
+// over from another controller such as MCM, as the MCM adapter reads them:
+// every phase but the in-place update phases, with a last operation MCM
+// writes in it (while Terminating, every description that names a deletion
+// step, MCM's MachineSet's text that names none, and foreign text), the
+// phase's start from the last update time (or none), providerID and node
+// name present or not (the adapter takes them from spec.providerID and the
+// node label), node conditions and the provider's last known state as MCM
+// mirrors them, and none of the lifecycle's own bookkeeping: no stage,
+// flags, failures, sequence or stamps, and a creation attempt only where a
+// stale annotation left one.
+func AdoptedStatuses() *rapid.Generator[lifecycle.Status] {
+	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
+		p := rapid.SampledFrom(adoptedPhases).Draw(t, "phase")
+		st := lifecycle.Status{
+			Phase:      p,
+			LastOp:     rapid.SampledFrom(mcmOperations(p)).Draw(t, "last operation"),
+			PhaseSince: Stamps().Draw(t, "last update"),
+			ProviderID: rapid.SampledFrom([]string{"", "test:///vm-1"}).Draw(t, "providerID"),
+			NodeName:   rapid.SampledFrom([]string{"", "node-1"}).Draw(t, "node name"),
+			Attempt:    uint32(rapid.SampledFrom([]int{0, 0, 0, 1, 2}).Draw(t, "attempt kept")),
+		}
+		if rapid.Bool().Draw(t, "conditions") {
+			st.Conditions = Nodes().Draw(t, "mirrored node").Conditions
+		}
+		if rapid.Bool().Draw(t, "last known state") {
+			st.LastKnownState = "provider state"
+		}
+		return st
+	})
+}
+
+// StatusesAfterLostWrites draws the statuses a shell hands in after a lost
+// or partial write: the phase, last operation, conditions and last known
+// state of a status the lifecycle wrote, with its own bookkeeping (stage,
+// stage start, flags, failures, attempt, sequence, phase start, retry
+// time, the recorded instance, node and owner, the generations, the
+// observed metadata and its stamps, the creation start) lost altogether,
+// taken from an older status of the same machine, or mixed field by field
+// from the two and nothing. The statuses come from a random walk of the
+// world Explore explores, from any of its start states (new, Running,
+// taken over from another controller), through any of its transitions,
+// faults included.
+func StatusesAfterLostWrites() *rapid.Generator[lifecycle.Status] {
+	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
+		older, newer := walkStatuses(t)
+		st := newer
+		var lost lifecycle.Status
+		switch rapid.IntRange(0, 2).Draw(t, "write") {
+		case 0: // lost: only what the object names may survive, and the attempt
+			if rapid.Bool().Draw(t, "attempt kept") {
+				lost.Attempt = newer.Attempt
+			}
+			if rapid.Bool().Draw(t, "instance from the spec") {
+				lost.ProviderID, lost.NodeName = newer.ProviderID, newer.NodeName
+			}
+			if rapid.Bool().Draw(t, "phase start from the last update") {
+				lost.PhaseSince = newer.PhaseSince
+			}
+			bookkeeping(&st, &lost, func(string) bool { return true })
+		case 1: // older
+			bookkeeping(&st, &older, func(string) bool { return true })
+		default: // partial, field by field
+			from := []*lifecycle.Status{&older, &lost, &newer}
+			for _, name := range bookkeepingFields {
+				src := from[rapid.IntRange(0, 2).Draw(t, name)]
+				bookkeeping(&st, src, func(f string) bool { return f == name })
+			}
+		}
+		return st
+	})
+}
+
+// bookkeepingFields name the fields of the lifecycle's own bookkeeping in
+// a status, as bookkeeping copies them.
+var bookkeepingFields = []string{"stage", "flags", "failures", "attempt", "seq", "stamps", "instance",
+	"generations", "metadata"}
+
+// bookkeeping copies the bookkeeping fields of src that copy reports true
+// for into st.
+func bookkeeping(st, src *lifecycle.Status, copy func(field string) bool) {
+	if copy("stage") {
+		st.Stage, st.StageSince = src.Stage, src.StageSince
+	}
+	if copy("flags") {
+		st.Flags = src.Flags
+	}
+	if copy("failures") {
+		st.Failures = src.Failures
+	}
+	if copy("attempt") {
+		st.Attempt = src.Attempt
+	}
+	if copy("seq") {
+		st.Seq = src.Seq
+	}
+	if copy("stamps") {
+		st.PhaseSince, st.RetryAfter, st.CreationFrom = src.PhaseSince, src.RetryAfter, src.CreationFrom
+	}
+	if copy("instance") {
+		st.ProviderID, st.NodeName, st.OwnerUID = src.ProviderID, src.NodeName, src.OwnerUID
+	}
+	if copy("generations") {
+		st.AppliedGeneration, st.RejectedGeneration = src.AppliedGeneration, src.RejectedGeneration
+	}
+	if copy("metadata") {
+		st.Metadata, st.MetadataObserved, st.MetadataSince = src.Metadata, src.MetadataObserved, src.MetadataSince
+	}
+}
+
+// walkStatuses walks the world Explore explores at random, from any start
+// state through any transition, and returns two statuses the lifecycle
+// saved on the way: an older one and a newer one (the same when the walk
+// saved only one).
+func walkStatuses(t *rapid.T) (older, newer lifecycle.Status) {
+	starts := allStarts()
+	v := Variants(0)
+	if rapid.IntRange(0, 5).Draw(t, "no target cluster") == 0 {
+		v = VariantNoTargetCluster
+	}
+	cfg := v.config()
+	s := startState(rapid.SampledFrom(starts).Draw(t, "start"), v)
+	saved := []lifecycle.Status{s.st}
+	for range rapid.IntRange(0, 40).Draw(t, "hops") {
+		if s.gone {
+			break
+		}
+		d := lifecycle.Step(cfg, s.input())
+		trs := s.successors(&d, eventsAll, v)
+		if len(trs) == 0 {
+			break
+		}
+		s = trs[rapid.IntRange(0, len(trs)-1).Draw(t, "transition")].next
+		if s.st.Seq != saved[len(saved)-1].Seq || s.st.Phase != saved[len(saved)-1].Phase {
+			saved = append(saved, s.st)
+		}
+	}
+	j := rapid.IntRange(0, len(saved)-1).Draw(t, "newer")
+	i := rapid.IntRange(0, j).Draw(t, "older")
+	return saved[i], saved[j]
 }

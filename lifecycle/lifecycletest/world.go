@@ -2,10 +2,10 @@ package lifecycletest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
 )
@@ -224,47 +224,100 @@ func (s *wState) invariant() string {
 	return ""
 }
 
-// startState returns the state a [Start] names, with variants v.
-func startState(p Start, v Variants) wState {
-	s := wState{now: Epoch.Add(time.Minute), obj: lifecycle.Object{Name: wName, UID: wUID, Owner: "ms",
-		CreationTime: Epoch}, oldInst: p == StartNewOverOldInstance || p == StartNewWhilePredecessorTerminates,
-		predecessor: p == StartNewWhilePredecessorTerminates, grant: true}
-	if v&VariantHealthTimeoutDisabled != 0 {
-		s.obj.Overrides.DisableHealthTimeout = true
-	}
-	switch p {
-	case StartNew, StartNewOverOldInstance, StartNewWhilePredecessorTerminates:
-		return s
-	}
-	// A machine created an hour ago, with its instance and its healthy
-	// node, as this library or another controller left it.
-	s.now = Epoch.Add(time.Hour)
-	s.obj.Finalizer, s.obj.NodeLabel, s.obj.ProviderID, s.obj.Priority = true, wNode, wPID, "3"
-	s.inst = wInstance{exists: true, initialized: true, owner: wUID}
-	s.node, s.healthy, s.volumes = 1, true, 1
-	// The node's conditions, mirrored into the status as MCM does too.
-	conds := s.nodeObject().Conditions
-	since := lifecycle.StampOf(Epoch.Add(3 * time.Minute))
-	joined := lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined}
-	switch p {
-	case StartRunning:
-		s.st = lifecycle.Status{Phase: phase.Running, PhaseSince: since, ProviderID: wPID,
-			NodeName: wNode, OwnerUID: wUID, MetadataObserved: lifecycle.StampOf(s.now), LastOp: joined, Conditions: conds}
-	case StartAdoptedRunning:
-		// MCM's status holds none of the lifecycle's own fields, and this
-		// machine's spec no providerID: only its node names the instance.
-		s.obj.ProviderID = ""
-		s.st = lifecycle.Status{Phase: phase.Running, PhaseSince: since, LastOp: joined, Conditions: conds}
-	case StartAdoptedDeleting, StartAdoptedDeletingUnknownStep:
-		s.obj.DeletionTime = s.now.Add(-time.Minute)
-		op := lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescInitiateDrain}
-		if p == StartAdoptedDeletingUnknownStep {
-			// MCM's MachineSet's text, which names no step (X10).
-			op = lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescUnknown,
-				Detail: "Deleting machine from cloud provider"}
+// The kinds of end state, as bits: what a machine ends as.
+const (
+	endRunning   uint8 = 1 << iota // Running and in sync
+	endAvailable                   // Available (no target cluster)
+	endFailed                      // Failed, awaiting replacement
+	endGone                        // gone, or deleting with our finalizer removed
+)
+
+// endNames name the bits of the end kinds, in order.
+var endNames = [...]string{"Running", "Available", "Failed", "gone"}
+
+// endsString lists the end kinds of bits b, joined by "|".
+func endsString(b uint8) string {
+	var out []string
+	for i, n := range endNames {
+		if b&(1<<i) != 0 {
+			out = append(out, n)
 		}
-		s.st = lifecycle.Status{Phase: phase.Terminating, PhaseSince: lifecycle.StampOf(s.obj.DeletionTime), LastOp: op,
-			Conditions: conds}
 	}
-	return s
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "|")
+}
+
+// endKind returns the kind of end state s is, 0 when it is none.
+func (s *wState) endKind() uint8 {
+	if !s.end() {
+		return 0
+	}
+	switch {
+	case s.gone || !s.obj.DeletionTime.IsZero():
+		return endGone
+	case s.st.Phase == phase.Failed:
+		return endFailed
+	case s.st.Phase == phase.Available:
+		return endAvailable
+	}
+	return endRunning
+}
+
+// expectedEnds returns the end states a machine in state s may end in by
+// fault-free paths, under variants v: gone once its deletion was
+// requested; else Running (Available without a target cluster) and, only
+// where a timeout can legitimately fire, Failed. A machine whose instance
+// exists and is initialized and whose own node is healthy, past creation
+// (Pending, Running, Unknown), can only end Running: nothing fault-free
+// makes its node unhealthy or its instance vanish, so no timeout may fail
+// it. A machine already Failed stays Failed.
+func (s *wState) expectedEnds(v Variants) uint8 {
+	if s.gone || !s.obj.DeletionTime.IsZero() {
+		return endGone
+	}
+	up := endRunning
+	if v&VariantNoTargetCluster != 0 {
+		up = endAvailable
+	}
+	switch s.st.Phase {
+	case phase.Failed:
+		return endFailed
+	case phase.Pending, phase.Running, phase.Unknown:
+		if s.inst.exists && s.inst.initialized && s.node == 1 && s.healthy && v&VariantNoTargetCluster == 0 {
+			return up
+		}
+	}
+	return up | endFailed
+}
+
+// saturated reports whether every deadline of s, whose key is k, has
+// passed: time passing changes nothing the decisions read. A machine that
+// cycles through such states without reaching an end state waits, or
+// loops, forever.
+func (s *wState) saturated(k wKey) bool {
+	later := *s
+	later.now = later.now.Add(1000 * time.Hour)
+	return later.key() == k
+}
+
+// betweenPasses reports whether s is between two reconcile passes: the
+// world's events happen here, and a step from here starts a pass.
+func (s *wState) betweenPasses() bool { return s.outcome == nil && s.steps == 0 }
+
+// wantedEnd returns the end a start state s should reach by some
+// fault-free path, under variants v: gone once its deletion was requested,
+// Failed for a machine already Failed, else Running (Available without a
+// target cluster).
+func (s *wState) wantedEnd(v Variants) uint8 {
+	switch {
+	case s.gone || !s.obj.DeletionTime.IsZero():
+		return endGone
+	case s.st.Phase == phase.Failed:
+		return endFailed
+	case v&VariantNoTargetCluster != 0:
+		return endAvailable
+	}
+	return endRunning
 }

@@ -11,8 +11,37 @@ import (
 type wTransition struct {
 	next      wState
 	faultFree bool
+	kind      wKind
 	label     string
 }
+
+// wKind is what makes a transition: a step of the lifecycle, time passing,
+// or an event of the world. The liveness check treats the step and every
+// fair event as fair: a run that could take one of them again and again
+// without ever taking it is not a run the world makes.
+type wKind uint8
+
+const (
+	kindStep             wKind = iota // a step of the lifecycle, with its outcome
+	kindTime                          // time passing between passes
+	kindNodeRegisters                 // the node registering
+	kindNodeHealthy                   // the node turning healthy (unhealthy: a fault)
+	kindVolumesDetach                 // the node's volumes detaching
+	kindForeignNodeGoes               // another instance's node leaving
+	kindPredecessorGone               // the older incarnation finishing
+	kindOtherFinalizer                // another controller's finalizer leaving
+	kindProblemSolved                 // a problem being solved
+	kindNodeReadable                  // the node readable again
+	kindObserverRecovers              // the observer recovering
+	kindGrant                         // the limiter granting
+	kindFault                         // an event that is a fault
+	kindCount
+)
+
+// kindNames name the kinds, in order.
+var kindNames = [kindCount]string{"step", "time", "node registers", "node turns healthy", "volumes detach",
+	"foreign node goes", "predecessor gone", "other finalizer goes", "problem solved", "node readable",
+	"observer recovers", "grant", "fault"}
 
 // applyWrites carries out the decision's effects that are not a driver
 // call on the state, up to (not including) index stop. Removing our
@@ -79,7 +108,7 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 	base.steps++
 	if d.Rule == lifecycle.RuleDeleteDone || d.Rule == lifecycle.RuleNoMachine {
 		base.steps = 0
-		return []wTransition{{base, true, "gone"}}
+		return []wTransition{{base, true, kindStep, "gone"}}
 	}
 	var out []wTransition
 	saved := base
@@ -88,12 +117,12 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 		// A lost status write: nothing is carried out, Step hears of it.
 		lost := base
 		lost.outcome = &lifecycle.Outcome{OpID: d.OpID, Persist: lifecycle.WriteConflict}
-		out = append(out, wTransition{lost, false, "persist lost"})
+		out = append(out, wTransition{lost, false, kindStep, "persist lost"})
 	}
 	if d.Done() || base.steps >= lifecycle.MaxStepsPerPass {
 		saved.steps = 0
 		saved.now = saved.now.Add(d.Requeue)
-		return append(out, wTransition{saved, true, "requeue"})
+		return append(out, wTransition{saved, true, kindStep, "requeue"})
 	}
 	n := d.Effects.Len()
 	writes := n
@@ -109,12 +138,12 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 		f := saved
 		f.applyWrites(d, i)
 		f.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteFailed, Error: "x"}
-		out = append(out, wTransition{f, false, "write " + e.Kind.String() + " fails"})
+		out = append(out, wTransition{f, false, kindStep, "write " + e.Kind.String() + " fails"})
 		if e.Kind == lifecycle.KindDeleteNode && f.node == 1 {
 			g := f
 			g.node, g.volumes = 0, 0
 			g.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteNotFound, Error: "x"}
-			out = append(out, wTransition{g, false, "write " + e.Kind.String() + " finds the node gone"})
+			out = append(out, wTransition{g, false, kindStep, "write " + e.Kind.String() + " finds the node gone"})
 		}
 	}
 	done := saved
@@ -124,13 +153,13 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 		ok.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: n}
 		crash := done
 		crash.steps, crash.now = 0, crash.now.Add(10*time.Second)
-		out = append(out, wTransition{ok, true, "effects"}, wTransition{crash, false, "crash"})
+		out = append(out, wTransition{ok, true, kindStep, "effects"}, wTransition{crash, false, kindStep, "crash"})
 		if s.removesFinalizer(d) {
 			// Another controller's finalizer holds the object: it stays,
 			// without ours.
 			ok.gone, ok.held, crash.gone, crash.held = false, true, false, true
-			out = append(out, wTransition{ok, true, "effects; another finalizer holds the object"},
-				wTransition{crash, false, "crash; another finalizer holds the object"})
+			out = append(out, wTransition{ok, true, kindStep, "effects; another finalizer holds the object"},
+				wTransition{crash, false, kindStep, "crash; another finalizer holds the object"})
 		}
 		return out
 	}
@@ -150,7 +179,7 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 		if label == "" {
 			label = d.Call.Method.String() + " " + resultClass(&r.r)
 		}
-		out = append(out, wTransition{next, r.faultFree, label}, wTransition{crash, false, "crash after " + label})
+		out = append(out, wTransition{next, r.faultFree, kindStep, label}, wTransition{crash, false, kindStep, "crash after " + label})
 	}
 	return out
 }
@@ -169,43 +198,46 @@ func resultClass(r *driverapi.Result) string {
 // healing) are fault free.
 func (s *wState) events(allowed Events, v Variants) []wTransition {
 	var out []wTransition
-	add := func(e Events, label string, fair bool, f func(n *wState)) {
+	add := func(e Events, label string, fair bool, k wKind, f func(n *wState)) {
 		if allowed&e == 0 && !(fair && allowed&EventsFair != 0) {
 			return
 		}
 		n := *s
 		f(&n)
-		out = append(out, wTransition{n, fair, label})
+		if !fair {
+			k = kindFault
+		}
+		out = append(out, wTransition{n, fair, k, label})
 	}
 	for _, d := range []time.Duration{6 * time.Minute, 11 * time.Minute, 31 * time.Minute} {
-		add(0, "time +"+d.String(), true, func(n *wState) { n.now = n.now.Add(d) })
+		add(0, "time +"+d.String(), true, kindTime, func(n *wState) { n.now = n.now.Add(d) })
 	}
 	if s.inst.exists && s.inst.initialized && s.node == 0 && v&VariantNoTargetCluster == 0 {
-		add(0, "node registers", true, func(n *wState) { n.node, n.healthy, n.taint, n.volumes = 1, true, true, 1 })
+		add(0, "node registers", true, kindNodeRegisters, func(n *wState) { n.node, n.healthy, n.taint, n.volumes = 1, true, true, 1 })
 	}
 	if s.node == 1 {
 		if s.healthy || s.inst.exists {
 			// A node without its instance never turns Ready again.
-			add(EventNodeHealth, "node health flips", !s.healthy, func(n *wState) { n.healthy = !n.healthy })
+			add(EventNodeHealth, "node health flips", !s.healthy, kindNodeHealthy, func(n *wState) { n.healthy = !n.healthy })
 		}
-		add(EventNodeGone, "node gone", false, func(n *wState) { n.node, n.volumes = 0, 0 })
+		add(EventNodeGone, "node gone", false, kindFault, func(n *wState) { n.node, n.volumes = 0, 0 })
 		if s.volumes == 2 {
-			add(0, "volumes detach", true, func(n *wState) { n.volumes = 0 })
+			add(0, "volumes detach", true, kindVolumesDetach, func(n *wState) { n.volumes = 0 })
 		}
 	}
 	if s.node == 0 && (s.st.NodeName != "" || (!s.inst.exists && s.st.ProviderID == "")) {
 		// Under the name the status records, or, before an instance is
 		// made, under the name the provider will give it (MCM A5).
-		add(EventForeignNode, "foreign node of the same name", false, func(n *wState) { n.node = 2 })
+		add(EventForeignNode, "foreign node of the same name", false, kindFault, func(n *wState) { n.node = 2 })
 	}
 	if s.node == 2 {
-		add(0, "foreign node goes", true, func(n *wState) { n.node = 0 })
+		add(0, "foreign node goes", true, kindForeignNodeGoes, func(n *wState) { n.node = 0 })
 	}
 	if s.predecessor {
-		add(0, "the older incarnation finishes terminating", true, func(n *wState) { n.predecessor, n.oldInst = false, false })
+		add(0, "the older incarnation finishes terminating", true, kindPredecessorGone, func(n *wState) { n.predecessor, n.oldInst = false, false })
 	}
 	if s.inst.exists {
-		add(EventInstanceGone, "instance vanishes", false, func(n *wState) {
+		add(EventInstanceGone, "instance vanishes", false, kindFault, func(n *wState) {
 			n.inst = wInstance{}
 			if n.node == 1 {
 				n.healthy = false
@@ -213,37 +245,42 @@ func (s *wState) events(allowed Events, v Variants) []wTransition {
 		})
 	}
 	if s.obj.DeletionTime.IsZero() && !s.gone {
-		add(EventDelete, "delete", false, func(n *wState) {
+		add(EventDelete, "delete", false, kindFault, func(n *wState) {
 			n.obj.DeletionTime = n.now
 			n.gone = !n.obj.Finalizer
 		})
 		if !s.obj.Finalizer {
-			add(EventDelete, "delete; another finalizer holds the object", false, func(n *wState) {
+			add(EventDelete, "delete; another finalizer holds the object", false, kindFault, func(n *wState) {
 				n.obj.DeletionTime, n.held = n.now, true
 			})
 		}
 	}
 	if s.held {
-		add(0, "the other finalizer goes", true, func(n *wState) { n.gone = true })
+		add(0, "the other finalizer goes", true, kindOtherFinalizer, func(n *wState) { n.gone = true })
 	}
 	if !s.obj.ForceDeletion && !s.obj.DeletionTime.IsZero() {
-		add(EventForceDeletion, "force deletion", false, func(n *wState) { n.obj.ForceDeletion = true })
+		add(EventForceDeletion, "force deletion", false, kindFault, func(n *wState) { n.obj.ForceDeletion = true })
 	}
 	if s.obj.UpdateGeneration == 0 {
-		add(EventHotUpdate, "hot update", false, func(n *wState) { n.obj.UpdateGeneration = 1 })
+		add(EventHotUpdate, "hot update", false, kindFault, func(n *wState) { n.obj.UpdateGeneration = 1 })
 	}
-	if len(s.obj.Metadata) == 0 {
-		add(EventMetadata, "metadata", false, func(n *wState) { n.obj.Metadata = metaMap(wMetaAll) })
+	switch metaOf(s.obj.Metadata) {
+	case 0:
+		add(EventMetadata, "metadata", false, kindFault, func(n *wState) { n.obj.Metadata = metaMap(wMetaAll) })
+	case wMetaAll:
+		add(EventMetadataKeyRemoved, "metadata key removed", false, kindFault, func(n *wState) {
+			n.obj.Metadata = metaMap(wMetaTeam)
+		})
 	}
 	if s.problem == lifecycle.ProblemNone {
 		for p := lifecycle.ProblemInvalidMachine; p <= lifecycle.ProblemInvalidNodeTemplate; p++ {
-			add(EventProblem, "problem "+p.String(), false, func(n *wState) { n.problem = p })
+			add(EventProblem, "problem "+p.String(), false, kindFault, func(n *wState) { n.problem = p })
 		}
 	} else {
-		add(EventProblem, "problem solved", true, func(n *wState) { n.problem = lifecycle.ProblemNone })
+		add(EventProblem, "problem solved", true, kindProblemSolved, func(n *wState) { n.problem = lifecycle.ProblemNone })
 	}
-	add(EventNodeUnreadable, "node readable flips", s.nodeReadFailed, func(n *wState) { n.nodeReadFailed = !n.nodeReadFailed })
-	add(EventObserver, "observer flips", s.degraded, func(n *wState) { n.degraded, n.obsSince = !n.degraded, n.now })
-	add(EventGrant, "grant flips", !s.grant, func(n *wState) { n.grant = !n.grant })
+	add(EventNodeUnreadable, "node readable flips", s.nodeReadFailed, kindNodeReadable, func(n *wState) { n.nodeReadFailed = !n.nodeReadFailed })
+	add(EventObserver, "observer flips", s.degraded, kindObserverRecovers, func(n *wState) { n.degraded, n.obsSince = !n.degraded, n.now })
+	add(EventGrant, "grant flips", !s.grant, kindGrant, func(n *wState) { n.grant = !n.grant })
 	return out
 }

@@ -20,7 +20,9 @@ type wKey struct {
 	flags            lifecycle.Flags
 	// adoptDesc is the description of a Terminating machine without a
 	// deletion stage (one another controller was deleting), which names the
-	// stage deletion resumes at; zero otherwise.
+	// stage deletion resumes at, and of a CrashLoopBackOff machine without a
+	// stage whose initialization failed, which is initialized again; zero
+	// otherwise.
 	adoptDesc lastop.Desc
 	adoptStep lastop.Step
 	phase     phase.Phase
@@ -30,12 +32,13 @@ type wKey struct {
 	problem   lifecycle.Problem
 	stMeta    wMeta // the observed metadata (Status.Metadata)
 	instMeta  wMeta // the instance's
+	wantMeta  wMeta // the desired metadata (Object.Metadata)
 
 	failCreate, failHealth, failDelete, failUpdate, failMetadata bool
 	providerID, nodeName, ownerIsUID, applied, rejected          bool
 	observed, observedStale, creating                            bool
 
-	finalizer, deleting, force, nodeLabel, specPID, priority, desiredMeta, gone, held, token bool
+	finalizer, deleting, force, nodeLabel, specPID, priority, gone, held, token bool
 
 	instExists, instInitialized, instAtGeneration, instOwned              bool
 	oldInst, predecessor, healthy, taint, nodeReadFailed, degraded, grant bool
@@ -85,7 +88,7 @@ func (s *wState) key() wKey {
 		observedStale: after(st.MetadataObserved, 10*time.Minute-time.Second),
 		creating:      st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful,
 		finalizer:     o.Finalizer, deleting: !o.DeletionTime.IsZero(), force: o.ForceDeletion, nodeLabel: o.NodeLabel != "",
-		specPID: o.ProviderID != "", priority: o.Priority != "", desiredMeta: len(o.Metadata) > 0, gone: s.gone,
+		specPID: o.ProviderID != "", priority: o.Priority != "", wantMeta: metaOf(o.Metadata), gone: s.gone,
 		held: s.held, token: s.token, instExists: in.exists, instInitialized: in.initialized,
 		instAtGeneration: in.generation == o.UpdateGeneration, instOwned: in.owner == o.UID, oldInst: s.oldInst,
 		predecessor: s.predecessor,
@@ -103,8 +106,11 @@ func (s *wState) key() wKey {
 	case st.CreationFrom != 0:
 		k.creationFrom = 2
 	}
-	if st.Phase == phase.Terminating && st.Stage == lifecycle.StageNone {
+	switch {
+	case st.Phase == phase.Terminating && st.Stage == lifecycle.StageNone:
 		k.adoptDesc, k.adoptStep = st.LastOp.Desc, lastop.StepOf(st.LastOp.Detail)
+	case st.Phase == phase.CrashLoopBackOff && st.Stage == lifecycle.StageNone && st.LastOp.Desc == lastop.DescInitFailed:
+		k.adoptDesc = st.LastOp.Desc
 	}
 	k.out.class = -2
 	if oc := s.outcome; oc != nil {
