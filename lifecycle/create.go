@@ -67,11 +67,6 @@ func (x *decider) lateButJoined() bool {
 	return n != nil && x.healthy(n.Conditions)
 }
 
-// creationDeadline is when the creation timeout passes.
-func (x *decider) creationDeadline() Stamp {
-	return x.deadlineBase(x.creationStart()).Add(x.cfg.creationTimeout(&x.in.Object))
-}
-
 // creationStart is when the creation timeout starts counting: the object's
 // creation time, or the end of a wait for an older incarnation of its name.
 func (x *decider) creationStart() Stamp {

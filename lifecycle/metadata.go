@@ -116,6 +116,7 @@ func (x *decider) patch() {
 	}
 	slices.Sort(remove)
 	slices.Sort(keys)
+	x.manage(toSet)
 	x.act(RuleMetadataPatch)
 	set(x, &st.MetadataSince, x.now)
 	set(x, &st.Flags, st.Flags|FlagMetadataUnverified)
@@ -123,6 +124,38 @@ func (x *decider) patch() {
 		Detail: keyList(keys)})
 	x.call(driverapi.Call{Method: driverapi.MethodUpdateMetadata, Machine: x.ref(), Metadata: toSet, Remove: remove})
 	x.requeue(retry.Short)
+}
+
+// manage adds the keys a patch sets to the keys the lifecycle manages
+// (Status.Metadata), with the value asked, before the patch is asked: saved
+// with the patch, a key the instance may now carry is looked at by every
+// later observation, and removed if it leaves the desired metadata, even
+// when the patch's outcome is lost before anything observes it. The value
+// is what was asked, not what the instance carries; FlagMetadataUnverified
+// keeps the machine out of sync until an observation replaces it.
+func (x *decider) manage(toSet map[string]string) {
+	st := x.st
+	missing := false
+	for k := range toSet {
+		if _, ok := st.Metadata[k]; !ok {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return
+	}
+	m := maps.Clone(st.Metadata)
+	if m == nil {
+		m = make(map[string]string, len(toSet))
+	}
+	for k, v := range toSet {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	st.Metadata = m
+	x.changed = true
 }
 
 // onPatch decides on UpdateMetadata's answer: whatever it is, the instance

@@ -323,3 +323,39 @@ func TestMetadataUnverifiedAfterAPatchInTheSamePass(t *testing.T) {
 	require.False(t, m.MetadataInSync, "the instance may carry pool=a now")
 	require.Equal(t, lifecycle.RuleMetadataObserve, step(t, cfg, in).Rule)
 }
+
+// A key a patch set, whose outcome was lost (a crash after UpdateMetadata
+// answered OK), then dropped from the desired metadata before anything
+// observed it: the instance carries it, so the machine is not in sync and
+// the next patch removes it. The patch recorded the key as managed when it
+// was asked; before, the observation looked only at the desired keys and
+// those seen before, and reported the machine in sync forever.
+func TestKeyDroppedWhileItsPatchIsUnverified(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := runningInput()
+	in.Object.Metadata = map[string]string{"team": "a", "pool": "b"}
+	in.Status.Metadata = map[string]string{"team": "a"}
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleMetadataPatch, d.OpID.Rule())
+	// Saved, the patch runs, the controller crashes before the outcome.
+	in.Status, in.Outcome = d.Status, nil
+	in.Object.Metadata = map[string]string{"team": "a"} // pool leaves the desired set
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleMetadataObserve, d.OpID.Rule(), d.String())
+	// The instance carries pool=b, which the lost patch set.
+	r := driverapi.Result{Method: driverapi.MethodGetStatus, ProviderID: providerID, NodeName: nodeName,
+		OwnerUID: machineUID, Metadata: map[string]string{"team": "a", "pool": "b"}}
+	in = then(in, d, r)
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleMetadataDiffers, d.Rule, d.String())
+	m := lifecycle.MemberOf(&cfg, &lifecycle.Input{Object: in.Object, Status: d.Status})
+	require.False(t, m.MetadataInSync, "the instance carries a key no longer desired")
+	// After the patch's backoff, the key is removed.
+	in.Status, in.Outcome, in.Now = d.Status, nil, in.Now.Add(time.Hour)
+	d = step(t, cfg, in)
+	for d.OpID.Rule() == lifecycle.RuleMetadataObserve {
+		d = step(t, cfg, then(in, d, r))
+	}
+	require.Equal(t, lifecycle.RuleMetadataPatch, d.OpID.Rule(), d.String())
+	require.Equal(t, []string{"pool"}, d.Call.Remove)
+}
