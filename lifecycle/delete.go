@@ -396,15 +396,20 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 			StageDeleteVM, FlagDrainSucceeded)
 		return
 	}
-	if forced && n == 3 && failedAt(o, 3) == 0 {
-		// MCM only logs a failed condition update when forced and goes on
-		// to cordon and drain: so does this op, without the condition.
+	if forced && o.Ran < n-1 {
+		// A write before the drain failed: the condition update (which MCM
+		// only logs when forced) or the cordon (after which MCM goes on
+		// without draining). The forced drain is attempted all the same,
+		// with what followed the failed write, so no pods are left on a
+		// node whose instance is deleted without a drain having tried.
 		node := x.deletionNode()
 		if node != "" && x.node() != nil && !x.in.NodeReadFailed {
 			x.pin(RuleDeleteDrainForce)
 			m := x.drainMode()
 			x.act(RuleDeleteDrainForce)
-			x.nodeEffect(KindCordon, node, "", "")
+			if n-o.Ran-1 == 2 { // the condition failed: cordon, then drain
+				x.nodeEffect(KindCordon, node, "", "")
+			}
 			x.drainEffect(node, true, m.timeout, m.retries)
 			x.requeue(retry.Short)
 			return

@@ -147,8 +147,19 @@ func TestDeletionDrainRows(t *testing.T) {
 				op: delOp(lastop.StateFailed, "Drain failed due to failure in update of node conditions - etcd timeout. Will retry in next sync. Initiate node drain")},
 		},
 		{
-			name: "S2c cordon fails, forced: deletion goes on to the volume attachments",
+			// MCM goes on without draining; the lifecycle attempts the
+			// forced drain first (a deviation), and goes on whatever it
+			// returns (S2g below).
+			name: "S2c cordon fails, forced: the forced drain is attempted all the same",
 			in:   func() lifecycle.Input { return writeStopped(forced(), 1, lifecycle.WriteFailed, pdbError) },
+			want: want{rule: lifecycle.RuleDeleteDrainForce, phase: phase.Terminating, period: retry.Short,
+				op: delOp(lastop.StateProcessing, "Initiate node drain"), effects: []string{drainForced}},
+		},
+		{
+			name: "S2c then the forced drain fails too: deletion goes on to the volume attachments",
+			in: func() lifecycle.Input {
+				return writeStopped(writeStopped(forced(), 1, lifecycle.WriteFailed, "node is locked"), 0, lifecycle.WriteFailed, pdbError)
+			},
 			want: want{rule: lifecycle.RuleDeleteDrainForcedOn, phase: phase.Terminating, period: retry.Short, changed: true,
 				op: delOp(lastop.StateProcessing, forcedOn), effects: []string{"delete-volume-attachments node-vm-1"}},
 		},
