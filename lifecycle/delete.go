@@ -402,8 +402,14 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 		// without draining). The forced drain is attempted all the same,
 		// with what followed the failed write, so no pods are left on a
 		// node whose instance is deleted without a drain having tried.
+		// A node that cannot be read now is drained on the next pass.
+		if x.in.NodeReadFailed {
+			x.rule(RuleDeleteNodeUnreadable)
+			x.requeue(retry.Short)
+			return
+		}
 		node := x.deletionNode()
-		if node != "" && x.node() != nil && !x.in.NodeReadFailed {
+		if node != "" && x.node() != nil {
 			x.pin(RuleDeleteDrainForce)
 			m := x.drainMode()
 			x.act(RuleDeleteDrainForce)

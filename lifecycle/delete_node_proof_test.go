@@ -58,3 +58,18 @@ func TestDeletionNeverActsOnANodeItDidNotProve(t *testing.T) {
 		})
 	}
 }
+
+// A forced drain whose condition update or cordon failed, and whose node
+// then cannot be read, waits for the node rather than going on to delete
+// the instance without a drain having been tried.
+func TestForcedDrainWaitsForAnUnreadableNode(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
+	in.Object.ForceDeletion = true
+	in = writeStopped(in, 0, lifecycle.WriteFailed, "etcdserver: request timed out")
+	in.Node, in.NodeReadFailed = lifecycle.Node{}, true
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteNodeUnreadable, d.Rule, d.String())
+	require.Equal(t, lifecycle.StageDrain, d.Status.Stage)
+	require.Zero(t, d.Effects.Len())
+}
