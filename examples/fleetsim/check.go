@@ -2,6 +2,7 @@ package fleetsim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
@@ -108,6 +109,57 @@ func (w *shard) check(mi int32, in *lifecycle.Input, d *lifecycle.Decision) {
 	case driverapi.MethodDelete:
 		w.checkDelete(mi, in, d)
 	}
+	if w.injecting {
+		w.checkInjected(mi, in, d)
+	}
+}
+
+// checkInjected: an outcome of an older decision is ignored, unless the
+// status did not change after that decision (nothing can tell it then).
+func (w *shard) checkInjected(mi int32, in *lifecycle.Input, d *lifecycle.Decision) {
+	if o := in.Outcome; o.OpID.Seq() != in.Status.Seq &&
+		d.Anomalies&(lifecycle.AnomalyStaleOutcome|lifecycle.AnomalyBadOutcome) == 0 {
+		w.broken(mi, d, fmt.Sprintf("an outcome of an older decision (op %x of rule %s, status sequence %d) was not ignored",
+			uint64(o.OpID), o.OpID.Rule(), in.Status.Seq))
+	}
+}
+
+// checkMetadata: the status never reports the instance metadata in sync
+// (lifecycle.MemberOf's MetadataInSync) while the instance it records
+// carries other metadata, or another owner, than the machine's object asks.
+// The instance is compared first, which is cheap; MemberOf is asked only
+// when it differs. (decided asks after every decision whose verdict may
+// differ from the last one checked.)
+func (w *shard) checkMetadata(mi int32, d *lifecycle.Decision) {
+	st := &d.Status
+	if st.ProviderID == "" || st.Flags.Has(lifecycle.FlagMetadataUnverified) {
+		return // not in sync, or no instance to compare
+	}
+	m := &w.machines[mi]
+	verify := w.cfg.VerifyOwner
+	if verify && st.OwnerUID != m.obj.UID {
+		return // not in sync
+	}
+	i := m.ip - 1
+	if i < 0 || w.inst[i].providerID != st.ProviderID {
+		i = w.instByPID(st.ProviderID)
+	}
+	if i < 0 || !w.inst[i].alive {
+		return
+	}
+	if x := &w.inst[i]; x.meta != metaVersion(m.mv) || verify && x.ownerTag != m.obj.UID {
+		w.checkMetadataDiffers(mi, i, d)
+	}
+}
+
+// checkMetadataDiffers: instance i of machine mi differs from what the
+// machine asks, so the decision's status must not report it in sync.
+func (w *shard) checkMetadataDiffers(mi, i int32, d *lifecycle.Decision) {
+	m, x := &w.machines[mi], &w.inst[i]
+	if lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: d.Status}).MetadataInSync {
+		w.broken(mi, d, fmt.Sprintf("metadata reported in sync while instance %s carries %v owner %q, and the machine asks %v owner %q",
+			x.providerID, w.t.meta.of(x.meta), x.ownerTag, m.obj.Metadata, m.obj.UID))
+	}
 }
 
 func (w *shard) broken(mi int32, d *lifecycle.Decision, what string) {
@@ -127,6 +179,9 @@ func (w *shard) checkDelete(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 			i >= 0 && w.inst[i].ownerTag == in.Object.UID {
 			w.broken(mi, d, "DeleteMachine of an instance not proven foreign")
 		}
+		if i >= 0 {
+			w.checkPredecessor(mi, i, in, d)
+		}
 	case lifecycle.RuleCreateStaleNode:
 		if !d.Status.Flags.Has(lifecycle.FlagStaleInstance) || c.Machine.ProviderID == "" ||
 			c.Machine.ProviderID != d.Status.ProviderID {
@@ -140,9 +195,127 @@ func (w *shard) checkDelete(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 		if d.Status.Flags&drained == 0 {
 			w.broken(mi, d, "DeleteMachine before the drain succeeded, was forced or skipped")
 		}
+		w.checkDrained(mi, d)
 	default:
 		w.broken(mi, d, "DeleteMachine from an unexpected rule "+d.OpID.Rule().String())
 	}
+}
+
+// checkDrained: the world saw the node of the instance a DeleteMachine
+// deletes drained (a drain succeeded and left no pods, or no pod ever
+// landed on it), or a forced drain attempted on it, or the node does not
+// exist; facts the cluster records as it carries out the effects, whatever
+// the status says.
+func (w *shard) checkDrained(mi int32, d *lifecycle.Decision) {
+	c := &d.Call
+	i := w.find(&c.Machine, c.Attempt, false)
+	if i < 0 {
+		return // nothing alive to delete
+	}
+	x := &w.inst[i]
+	if n := &x.node; n.exists && !n.drained && !n.forced && n.pods > 0 {
+		w.broken(mi, d, fmt.Sprintf("DeleteMachine of instance %s while the world saw its node %s neither drained nor force-drained (%d pods)",
+			x.providerID, x.nodeName, n.pods))
+	}
+}
+
+// checkPredecessor: the instance of another incarnation (instance i) is
+// deleted while its node still has pods only once Config.PredecessorWait
+// (0: the drain timeout) has passed since the machine's creation, by the
+// world's clock, less the tolerance of the clock faults.
+func (w *shard) checkPredecessor(mi, i int32, in *lifecycle.Input, d *lifecycle.Decision) {
+	x := &w.inst[i]
+	if !x.alive || !x.node.exists || x.node.pods == 0 {
+		return
+	}
+	wait := w.cfg.PredecessorWait
+	if wait == 0 {
+		wait = w.cfg.DrainTimeout
+		if t := in.Object.Overrides.DrainTimeout; t > 0 {
+			wait = t
+		}
+	}
+	since := w.machines[mi].obj.CreationTime.UnixNano()
+	if age := time.Duration(w.stepNow - since); age < wait-time.Duration(w.tolerance) {
+		w.broken(mi, d, fmt.Sprintf("DeleteMachine of instance %s of another incarnation while its node %s has %d pods, %s after the machine's creation (the wait is %s)",
+			x.providerID, x.nodeName, x.node.pods, age, wait))
+	}
+}
+
+// checkHealthFailed: a machine saved Failed by the health timeout at time
+// now has been unhealthy as the world saw it (its node NotReady or gone),
+// counted from the observer's last recovery at the latest, for its health
+// timeout, less the tolerance of the clock faults.
+func (w *shard) checkHealthFailed(mi int32, now int64) {
+	m := &w.machines[mi]
+	i := m.ip - 1
+	if i < 0 {
+		return // no instance the world knows: nothing to judge by
+	}
+	x := &w.inst[i]
+	since := now // healthy now: unhealthy for no time at all
+	if n := &x.node; !x.alive || !n.exists || n.ready != lifecycle.ConditionTrue {
+		since = n.badSince
+		if since == 0 {
+			since = x.created
+		}
+	}
+	from := max(since, w.recovered)
+	timeout := w.cfg.HealthTimeout
+	if t := m.obj.Overrides.HealthTimeout; t > 0 {
+		timeout = t
+	}
+	if spent := time.Duration(now - from); spent < timeout-time.Duration(w.tolerance) {
+		w.violation(mi, fmt.Sprintf("saved Failed by the health timeout %s after the world saw it unhealthy (since +%s, observer recovered at +%s), before its health timeout %s",
+			spent, time.Duration(since-epoch), time.Duration(max(w.recovered-epoch, 0)), timeout))
+	}
+}
+
+// checkReplacements: when machine mi's grant is saved, its owner's
+// replacements in flight (machines holding a grant, machines Failed by the
+// health timeout until they are gone, and the machines created to replace
+// them until they run) are within Config.Replacements, as the world sees
+// them.
+func (w *shard) checkReplacements(mi int32) {
+	o := &w.owners[w.machines[mi].owner]
+	n, total := 0, 0
+	for _, j := range o.list {
+		x := &w.machines[j]
+		if x.gone() {
+			continue
+		}
+		total++
+		if x.st.Flags.Has(lifecycle.FlagGranted) || x.bits&mHealthFailed != 0 || x.more&mReplaces != 0 {
+			n++
+		}
+	}
+	limit := w.cfg.Replacements.Count
+	if p := w.cfg.Replacements.Percent; p > 0 {
+		limit = max(1, (total*p+99)/100)
+	}
+	if n <= limit {
+		return
+	}
+	var which []string
+	for _, j := range o.list {
+		x := &w.machines[j]
+		why := ""
+		switch {
+		case x.gone():
+		case x.st.Flags.Has(lifecycle.FlagGranted):
+			why = "granted"
+		case x.bits&mHealthFailed != 0:
+			why = "Failed by the health timeout"
+		case x.more&mReplaces != 0:
+			why = "created to replace one"
+		}
+		if why != "" {
+			which = append(which, fmt.Sprintf("%s (%s, phase %s, created +%s)", x.obj.Name, why, x.st.Phase.Label(),
+				time.Duration(x.obj.CreationTime.UnixNano()-epoch)))
+		}
+	}
+	w.violation(mi, fmt.Sprintf("a grant saved while its owner %s has %d replacements in flight, more than its limit %d: %s",
+		o.uid, n, limit, strings.Join(which, ", ")))
 }
 
 // checkFailed: Failed only after the creation or health timeout, or for
@@ -237,7 +410,9 @@ func (w *shard) finalChecks() {
 				", "+lifecycle.Describe(&m.st, m.obj.Name))
 		case m.st.Phase == phase.Running:
 			w.checkRunning(int32(mi), &mem[0])
-		case m.st.Phase == phase.Available, m.st.Phase == phase.Failed:
+		case m.st.Phase == phase.Available:
+			w.checkAvailable(int32(mi))
+		case m.st.Phase == phase.Failed:
 		default:
 			w.violation(int32(mi), "not in an end state at the end: phase "+m.st.Phase.Label()+", stage "+m.st.Stage.String()+
 				", "+lifecycle.Describe(&m.st, m.obj.Name))
@@ -263,6 +438,18 @@ func (w *shard) finalChecks() {
 	}
 	w.members = members
 	w.summary = lifecycle.Summarize(&w.cfg, tm(w.now), members, orphans)
+}
+
+// checkAvailable: an Available machine at the end runs without a target
+// cluster, and its instance is alive.
+func (w *shard) checkAvailable(mi int32) {
+	m := &w.machines[mi]
+	if !w.cfg.NoTargetCluster {
+		w.violation(mi, "Available at the end with a target cluster")
+	}
+	if i := w.instByPID(m.st.ProviderID); i < 0 || !w.inst[i].alive {
+		w.violation(mi, "Available at the end, but its instance "+m.st.ProviderID+" is gone")
+	}
 }
 
 // checkRunning: a Running machine at the end has its hot update applied

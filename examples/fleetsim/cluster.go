@@ -63,6 +63,14 @@ func (w *shard) findNode(m *machine) int32 {
 	return -1
 }
 
+// shellObserver returns the observer as the shell reports it.
+func (w *shard) shellObserver() lifecycle.Observer {
+	if w.o.broken.forgetRecovery && !w.observer.Degraded {
+		return lifecycle.Observer{} // test hook: the recovery time is lost
+	}
+	return w.observer
+}
+
 // nodeView returns what the lifecycle reads of the node of instance i.
 func (w *shard) nodeView(i int32) lifecycle.Node {
 	in := &w.inst[i]
@@ -82,10 +90,13 @@ func (w *shard) nodeView(i int32) lifecycle.Node {
 // last write returned it, also the write that removed its last finalizer.
 func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	m := &w.machines[mi]
-	in.Now = tm(now)
+	in.Now = tm(now + w.offset)
 	in.Outcome = nil
 	in.Problem = lifecycle.ProblemNone
 	in.Observer = w.observer
+	if w.o.broken.forgetRecovery {
+		in.Observer = w.shellObserver()
+	}
 	if fresh && m.gone() {
 		in.Object, in.Status, in.Node = lifecycle.Object{}, lifecycle.Status{}, lifecycle.Node{}
 		in.NodeReadFailed, in.VolumeAttachments, in.TokenExists, in.Grant = false, 0, false, lifecycle.Grant{}
@@ -93,12 +104,17 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	}
 	in.Object = m.obj
 	in.Status = m.st
+	if p := m.problem; p != 0 {
+		in.Problem = lifecycle.Problem(p)
+	} else if w.classProblems > 0 {
+		in.Problem = lifecycle.Problem(w.owners[m.owner].problem)
+	}
 	in.TokenExists = m.bits&mToken != 0
 	in.Grant = lifecycle.Grant{Fail: m.bits&mGrant != 0}
-	in.PredecessorTerminating = w.predecessorTerminating(m)
+	in.PredecessorTerminating = w.predecessorTerminating(m) && !w.o.broken.noPredecessor
 	in.NodeReadFailed = false
 	i := w.findNode(m)
-	if w.fault(w.o.NodeReadFail) {
+	if w.occurs(&w.cdNodeRead) {
 		in.NodeReadFailed, i = true, -1
 		w.stats.NodeReadFailures++
 	}
@@ -111,7 +127,9 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 }
 
 // register is the kubelet of instance i registering its node: NotReady,
-// with the startup taint, Ready when it finished booting.
+// with the startup taint, Ready when it finished booting. Pods land on it
+// once the startup taint is removed (KindRemoveTaint), unless it is
+// cordoned or was drained.
 func (w *shard) register(i int32) {
 	in := &w.inst[i]
 	n := &in.node
@@ -120,7 +138,6 @@ func (w *shard) register(i int32) {
 	}
 	n.exists, n.registered, n.finalizer = true, true, true
 	n.taints = lifecycle.InstanceNotReady
-	n.pods = 3
 	if w.chance(0.3) {
 		n.volumes, n.attach = 1, 1
 	}
@@ -168,6 +185,12 @@ func (w *shard) refreshNode(i int32) {
 	if n.conds != nil && n.ready == want {
 		return
 	}
+	switch {
+	case want == lifecycle.ConditionTrue:
+		n.badSince = 0
+	case n.badSince == 0:
+		n.badSince = w.now
+	}
 	n.ready = want
 	n.conds = []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: want, Since: lifecycle.Stamp(w.now)}}
 	if w.tracing(in.mi) {
@@ -176,10 +199,14 @@ func (w *shard) refreshNode(i int32) {
 	w.nodeChanged(i)
 }
 
-// removeNode deletes the node object of instance i.
+// removeNode deletes the node object of instance i. The pods bound to it
+// are garbage-collected with it.
 func (w *shard) removeNode(i int32) {
 	n := &w.inst[i].node
-	n.exists, n.conds = false, nil
+	n.exists, n.conds, n.pods = false, nil, 0
+	if n.badSince == 0 {
+		n.badSince = w.now
+	}
 	if n.label > 0 && w.slotNode[n.label-1] == i+1 {
 		w.slotNode[n.label-1] = 0
 	}
@@ -242,6 +269,9 @@ func (w *shard) nodeFault(e *event) {
 	w.refreshNode(i)
 }
 
+// podsPerNode is how many pods land on a node once it is schedulable.
+const podsPerNode = 3
+
 // The error texts of failed writes.
 const (
 	errConflict = "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again"
@@ -250,14 +280,22 @@ const (
 	errNotFound = "nodes not found"
 )
 
-// apply carries out one effect other than a driver call for machine mi and
-// says how it went.
-func (w *shard) apply(mi int32, e *lifecycle.Effect) (lifecycle.Write, string) {
-	if e.Kind == lifecycle.KindEvent {
+// apply carries out one effect other than a driver call for machine mi at
+// time now and says how it went. A forced drain is recorded on its node as
+// attempted before the write may fail.
+func (w *shard) apply(mi int32, e *lifecycle.Effect, now int64) (lifecycle.Write, string) {
+	switch e.Kind {
+	case lifecycle.KindEvent:
 		w.stats.Events++
 		return lifecycle.WriteOK, ""
+	case lifecycle.KindDrain:
+		if e.Force {
+			if i := w.nodeNamed(e.Node); i >= 0 {
+				w.inst[i].node.forced = true
+			}
+		}
 	}
-	if w.fault(w.o.WriteFail) {
+	if w.occurs(&w.cdWriteFail) {
 		w.stats.WriteFailures++
 		if w.rng.IntN(2) == 0 {
 			return lifecycle.WriteConflict, errConflict
@@ -313,6 +351,9 @@ func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, strin
 	case lifecycle.KindRemoveTaint:
 		if n != nil && e.Key == lifecycle.TaintInstanceNotReady {
 			n.taints &^= lifecycle.InstanceNotReady
+			if !n.cordoned && !n.drained {
+				n.pods = podsPerNode // the node is schedulable: workloads land on it
+			}
 		}
 	case lifecycle.KindSetNodeCondition:
 		if n != nil {
@@ -330,7 +371,10 @@ func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, strin
 			w.stats.DrainFailures++
 			return lifecycle.WriteFailed, errPDB
 		}
-		n.pods = 0
+		if !e.Force && w.o.broken.fakeDrain {
+			return lifecycle.WriteOK, "" // test hook: nothing was evicted
+		}
+		n.pods, n.drained = 0, true
 		if !e.Force {
 			// Evicted pods detach their volumes; deleted ones leave the
 			// attachments behind.

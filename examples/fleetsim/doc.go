@@ -33,9 +33,34 @@
 // any two effects, node flaps and dead nodes, clock jumps for a step, an
 // observer outage during which a share of the nodes turns NotReady, node
 // names of deleted instances reused (the stale-node case), lost owner tags,
-// node reads that fail, and finalizers removed by hand. The faults stop
-// when the active period ends; a drain-out period follows in which every
-// machine gets time to settle.
+// node reads that fail, and finalizers removed by hand. And the states real
+// controllers meet: outcomes of older decisions fed to a pass's first step
+// (a duplicate of the previous pass's last outcome, or a late one), the
+// observer degrading in the middle of a pass, writes that reach the
+// controller's informer cache late (a pass then starts from the machine as
+// it was before the write, and the API server refuses its status saves,
+// made from an older resource version), a fleet view given to the limiter
+// that lags behind (machines created within the lag and never written by
+// the controller are missing, deletions requested within it not shown; the
+// statuses the controller saved are always shown), problems of machines
+// and of their classes for a while (lifecycle.Problem), the force-deletion
+// label on deleting machines, and a persistent offset of each shard's
+// controller clock, either way. The faults stop when the active period
+// ends (the clock offset stays: it is a misconfigured clock); a drain-out
+// period follows in which every machine gets time to settle. Every fault
+// injected is counted in the report, and so are the anomalies the decisions
+// report (lifecycle.Anomalies).
+//
+// The fault knobs have names, those of their flags (FaultKnobs):
+// Options.SetFaults keeps one of them and turns the others off, and scales
+// the ones it keeps, capping rates at what a probability allows, so a CI
+// run can try each fault alone at ten times its rate. Options.Config's
+// NoTargetCluster runs the fleet without a target cluster: no node is ever
+// registered, and machines end Available.
+//
+// Nodes start with the startup taint and no pods; pods land on a node once
+// the lifecycle removes the taint, unless it is cordoned or drained, and
+// go with a deleted node object.
 //
 // # What is checked
 //
@@ -49,9 +74,32 @@
 // creation or health timeout or for the stale-node case, Unknown to Failed
 // only with the limiter's grant; Running only with a healthy node; a
 // positive requeue unless the machine is gone; a drain or node deletion
-// only on the machine's own node, never on another incarnation's. The provider: never two
-// instances alive for one machine UID. Orphan collection: never an
-// instance a machine records.
+// only on the machine's own node, never on another incarnation's; an
+// outcome of an older decision ignored (AnomalyStaleOutcome or
+// AnomalyBadOutcome) unless no status change followed it. The provider:
+// never two instances alive for one machine UID. Orphan collection: never
+// an instance a machine records.
+//
+// The world judges too, from facts the simulated cluster records as it
+// carries out the effects and from its own timeline, never from the
+// lifecycle's flags: a DeleteMachine of a machine's own instance
+// (lifecycle.RuleDeleteVM) only once its node was drained (a drain left no
+// pods on it, or none ever landed), a forced drain was attempted on it, or
+// it does not exist; a DeleteMachine of another incarnation's instance
+// (lifecycle.RuleCreateForeignInstance) while that instance's node runs pods
+// only once Config.PredecessorWait (0: the drain timeout) has passed since
+// the machine's creation; after every decision, metadata never reported in
+// sync (lifecycle.MemberOf's MetadataInSync) while the instance carries
+// other metadata or another owner; a machine saved Failed by the health
+// timeout only once the world saw its node unhealthy (NotReady or gone)
+// for that long, counted from the observer's last recovery at the latest;
+// and when a grant is saved, its owner's replacements in flight (machines
+// holding a grant, machines Failed by the health timeout until they are
+// gone, and those created to replace them until they run) within
+// Config.Replacements. A wrong clock can make a deadline fire early by as
+// much as it is wrong, so the checks of the predecessor's wait and of the
+// health timeout allow the clock faults' maximum (the shard's offset, plus
+// ClockJumpMax when clock jumps are on).
 //
 // At the end: every machine is gone or in an end state (Running or
 // Available, Failed awaiting replacement, needing replacement), none is
@@ -59,7 +107,8 @@
 // every Running machine has its hot update applied or needs replacement,
 // its metadata and owner tag in sync (by its status and at the provider),
 // its node Ready, labelled and without the startup taint, and its token
-// deleted; every instance of the provider is recorded by a live machine
+// deleted; every Available machine runs without a target cluster on a live
+// instance; every instance of the provider is recorded by a live machine
 // (no orphan VM) and no machine has two.
 //
 // # Determinism and speed
@@ -68,8 +117,11 @@
 // limiter works per owner, so a shard's grants are the fleet's), each with
 // its own provider, cluster, event queue and math/rand/v2 PCG stream
 // seeded from (seed, shard). Shards run on Options.Workers goroutines and
-// only the running ones are in memory. The report depends on the seed and
-// the shard count only: the same flags give the same output, bit for bit.
+// only the running ones are in memory. A fault that may strike at every
+// step, save, write or pass is drawn by the gaps between its occurrences,
+// one draw per occurrence rather than one per chance. The report depends
+// on the seed and the shard count only: the same flags give the same
+// output, bit for bit.
 // On a violation the report names the seed and replays the offending
 // machine's shard with a tracer that renders its last decisions and events.
 package fleetsim

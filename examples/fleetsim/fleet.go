@@ -48,6 +48,7 @@ func (w *shard) requestDeletion(mi int32) {
 		return
 	}
 	w.account(mi, -1)
+	w.lagWrite(mi, w.now)
 	m.obj.DeletionTime = tm(w.now)
 	o := &w.owners[m.owner]
 	o.live--
@@ -76,6 +77,7 @@ func (w *shard) setGone(mi int32) {
 	m := &w.machines[mi]
 	m.bits |= mGone
 	m.bits &^= mQueued
+	m.goneAt = w.now
 	o := &w.owners[m.owner]
 	if m.deleting() {
 		o.deleting--
@@ -88,9 +90,9 @@ func (w *shard) setGone(mi int32) {
 
 // fleetPass is the owners' and the limiter's turn: every owner deletes its
 // Failed machines (and, while the scenario runs, one machine that needs
-// replacement at a time), the limiter's grants are computed for owners
-// with unhealthy machines, and owners create machines up to their desired
-// count.
+// replacement at a time) and creates machines up to its desired count,
+// then the limiter's grants are computed for owners with unhealthy
+// machines.
 func (w *shard) fleetPass() {
 	for oi := range w.owners {
 		o := &w.owners[oi]
@@ -121,6 +123,9 @@ func (w *shard) ownerPass(oi int32, rollout bool) {
 			if w.tracing(mi) {
 				w.note(mi, "the owner deletes the Failed machine to replace it")
 			}
+			if m.bits&mHealthFailed != 0 {
+				o.healthReplace++
+			}
 			w.deleteByOwner(mi)
 		case rollout && m.st.Phase == phase.Running && m.st.Flags.Has(lifecycle.FlagNeedsReplacement):
 			rollout = false
@@ -133,48 +138,85 @@ func (w *shard) ownerPass(oi int32, rollout bool) {
 		limit = limit || w.mayBeGranted(m)
 	}
 	o.list = list
-	if limit {
-		w.limit(oi)
-	}
+	// The owner's sync creates the replacements of what it deleted before
+	// the limiter's turn, so the limiter counts them in flight.
 	for o.live < o.desired {
 		w.createMachine(oi, w.now)
 		o = &w.owners[oi]
+	}
+	if limit {
+		w.limit(oi)
 	}
 }
 
 // mayBeGranted reports whether Limit may grant machine m, or must keep or
 // take back its grant: it holds one, or it is unhealthy past its health
-// timeout. For an owner without such a machine Limit's answer is known (no
-// grant for anyone), so it is not asked.
+// timeout, counted from the observer's recovery at the latest (never while
+// the observer is degraded), as Limit counts it. For an owner without such
+// a machine Limit's answer is known (no grant for anyone), so it is not
+// asked.
 func (w *shard) mayBeGranted(m *machine) bool {
 	if m.bits&mGrant != 0 || m.st.Flags.Has(lifecycle.FlagGranted) {
 		return true
 	}
-	if p := m.st.Phase; p != phase.Unknown && p != phase.InPlaceUpdateFailed || m.deleting() {
+	if p := m.st.Phase; p != phase.Unknown && p != phase.InPlaceUpdateFailed || m.deleting() ||
+		m.st.PhaseSince == 0 || m.obj.Overrides.DisableHealthTimeout || w.observer.Degraded {
 		return false
 	}
 	timeout := w.cfg.HealthTimeout
 	if t := m.obj.Overrides.HealthTimeout; t > 0 {
 		timeout = t
 	}
-	return w.now-int64(m.st.PhaseSince) >= int64(timeout)
+	since := int64(m.st.PhaseSince)
+	if o := w.shellObserver(); !o.Since.IsZero() {
+		since = max(since, o.Since.UnixNano())
+	}
+	return w.now+w.offset-since >= int64(timeout)
 }
 
 // limit computes the fleet limiter's grants of owner oi's machines and
-// hands them to the machines.
+// hands them to the machines. With the FleetLag fault the fleet view lags
+// behind the API server by up to FleetLag: a machine created within the
+// lag whose status the controller never saved is missing from it, and a
+// deletion requested within the lag is not shown. The statuses the
+// controller saved are shown as saved, as the limiter's contract asks.
 func (w *shard) limit(oi int32) {
 	o := &w.owners[oi]
 	members, idxs := w.members[:0], w.idxs[:0]
+	lag := int64(0)
+	if w.faulty && w.o.FleetLag > 0 {
+		lag = w.between(0, w.o.FleetLag)
+		w.stats.LaggedViews++
+	}
+	in := &w.fleetIn
+	in.Observer = w.shellObserver()
 	for _, mi := range o.list {
 		m := &w.machines[mi]
-		if m.gone() {
-			continue // removed by hand a moment ago
+		if m.gone() && (lag == 0 || m.goneAt <= w.now-lag) {
+			// Removed, and the view shows it: a lagging cache still shows
+			// a machine deleted within its lag, as it was.
+			continue
 		}
-		members = append(members, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st, Observer: w.observer}))
+		in.Object, in.Status = m.obj, m.st
+		if w.o.broken.hideInFlight && (m.st.Phase != phase.Unknown || m.deleting()) {
+			// Test hook: a view without the controller's own writes.
+			in.Status.Phase, in.Status.Flags, in.Object.DeletionTime = phase.Running, 0, time.Time{}
+		}
+		if lag > 0 {
+			if m.st.Seq == 0 && m.obj.CreationTime.UnixNano() > w.now-lag {
+				w.stats.LagHidden++
+				continue
+			}
+			if m.deleting() && m.obj.DeletionTime.UnixNano() > w.now-lag {
+				in.Object.DeletionTime = time.Time{}
+				w.stats.LagHidden++
+			}
+		}
+		members = append(members, lifecycle.MemberOf(&w.cfg, in))
 		idxs = append(idxs, mi)
 	}
 	w.members, w.idxs = members, idxs
-	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now), w.observer, members)
+	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), w.shellObserver(), members)
 	w.stats.LimitCalls++
 	for k, g := range w.grants {
 		mi := idxs[k]
@@ -201,9 +243,17 @@ func (w *shard) limit(oi int32) {
 }
 
 // deleteByOwner is the owner deleting one of its machines; now and then
-// someone cuts the deletion short by removing the finalizer by hand.
+// someone sets the force-deletion label on it, or cuts the deletion short
+// by removing the finalizer by hand.
 func (w *shard) deleteByOwner(mi int32) {
 	w.requestDeletion(mi)
+	if w.fault(w.o.ForceDeletion) {
+		if w.rng.IntN(2) == 0 {
+			w.forceLabel(mi)
+		} else {
+			w.push(w.now+w.between(time.Second, time.Minute), evForceLabel, mi, 0)
+		}
+	}
 	if w.fault(w.o.ForceRemove) {
 		// At once, before the controller sees the deletion, or a little
 		// later, in the middle of it.
@@ -261,7 +311,7 @@ func (w *shard) collectOrphans() {
 		}
 	}
 	w.members = members
-	w.calls = lifecycle.Orphans(w.calls[:0], &w.cfg, tm(w.now), members, w.list)
+	w.calls = lifecycle.Orphans(w.calls[:0], &w.cfg, tm(w.now+w.offset), members, w.list)
 	for k := range w.calls {
 		c := &w.calls[k]
 		i := w.instByPID(c.Machine.ProviderID)
@@ -295,7 +345,7 @@ func (w *shard) recorder(i int32) int32 {
 // outageBegins degrades the observer and makes a share of the nodes
 // NotReady (their heartbeats do not arrive).
 func (w *shard) outageBegins() {
-	w.observer = lifecycle.Observer{Degraded: true, Since: tm(w.now)}
+	w.degrade()
 	if w.tracing(-1) {
 		w.note(-1, "observer outage begins")
 	}
@@ -312,7 +362,7 @@ func (w *shard) outageBegins() {
 
 // outageEnds restores the observer; the nodes recover within two minutes.
 func (w *shard) outageEnds() {
-	w.observer = lifecycle.Observer{Since: tm(w.now)}
+	w.restore()
 	if w.tracing(-1) {
 		w.note(-1, "observer outage ends")
 	}

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
 )
 
 // small returns the default options for n machines.
@@ -272,4 +275,237 @@ func TestMetadataCodes(t *testing.T) {
 	c, ok := codeOf(nil)
 	require.True(t, ok)
 	require.Nil(t, tab.of(c))
+}
+
+// only returns options for n machines with only the fault knob named
+// kept, scaled by x.
+func only(t *testing.T, n int, knob string, x float64) Options {
+	t.Helper()
+	o := small(n)
+	require.NoError(t, o.SetFaults(knob, x))
+	return o
+}
+
+// caught runs o with a deliberately broken behaviour and requires a
+// violation saying want; the same options without it must pass, so the
+// check caught the breakage and nothing else.
+func caught(t *testing.T, o Options, want string) {
+	t.Helper()
+	r := run(t, o)
+	require.False(t, r.OK(), "the broken behaviour went unnoticed")
+	require.Contains(t, r.Violations[0].What, want)
+	o.broken = brokenWorld{}
+	r = run(t, o)
+	require.True(t, r.OK(), r.Report())
+}
+
+// A cluster whose unforced drains report success without evicting a pod
+// leaves pods on nodes whose VMs are deleted: the world-judged drain check
+// catches it, although the status records every drain as succeeded.
+func TestVMDeletedWithoutDrainIsCaught(t *testing.T) {
+	o := only(t, 2000, "flap", 1)
+	o.broken.fakeDrain = true
+	caught(t, o, "neither drained nor force-drained")
+}
+
+// A shell that never tells the lifecycle an older incarnation of the name
+// is still terminating lets the new one delete that incarnation's instance
+// while its node runs pods: the predecessor check catches it.
+func TestPredecessorDeletedWhileItsNodeRunsPodsIsCaught(t *testing.T) {
+	o := only(t, 2000, "force-remove", 15)
+	o.Reuse, o.Dead = 1, 0.2
+	o.broken.noPredecessor = true
+	caught(t, o, "of another incarnation while its node")
+}
+
+// A provider whose GetMachineStatus reports the metadata the machine asks
+// for instead of what its instance carries, with metadata patches that drop
+// keys: the status reports metadata in sync while the instance differs,
+// which the check after every decision catches.
+func TestMetadataReportedInSyncWhileItDiffersIsCaught(t *testing.T) {
+	o := only(t, 2000, "drop-key", 2)
+	o.broken.lieMetadata = true
+	caught(t, o, "metadata reported in sync while instance")
+}
+
+// A shell that forgets when the observer recovered makes the end of an
+// outage fail the machines that were unhealthy before it at once: the
+// world's observer timeline catches it.
+func TestFailedRightAfterAnOutageIsCaught(t *testing.T) {
+	o := only(t, 2000, "dead", 20)
+	o.Outage = 30 * time.Minute
+	o.broken.forgetRecovery = true
+	caught(t, o, "saved Failed by the health timeout")
+}
+
+// Clock jumps back stamp an unhealthy machine's phase early, so its health
+// timeout passes early by the world's clock: without the tolerance of the
+// clock faults the world-judged check sees it (with it, the run passes).
+func TestClockJumpsWithoutToleranceAreCaught(t *testing.T) {
+	o := only(t, 2000, "clock-jump", 300)
+	o.ClockJumpMax, o.Flap = 10*time.Minute, 0.5
+	o.broken.noTolerance = true
+	caught(t, o, "saved Failed by the health timeout")
+}
+
+// A limiter given a fleet view without the controller's own writes (no
+// grant, no Failed machine, no deletion, no creation in flight) grants
+// replacement after replacement: the world's count of an owner's
+// replacements in flight catches it.
+func TestReplacementsBeyondTheLimitAreCaught(t *testing.T) {
+	o := only(t, 2000, "dead", 20)
+	o.broken.hideInFlight = true
+	caught(t, o, "replacements in flight, more than its limit 1")
+}
+
+// An outcome of an older decision that a step takes for the current one
+// (as a lifecycle that did not compare sequence numbers would) is caught;
+// one the step ignores, or one no status change followed, is not.
+func TestStaleOutcomeNotIgnoredIsCaught(t *testing.T) {
+	w := world(t)
+	stale := lifecycle.Outcome{OpID: lifecycle.OpID(5<<24 | uint64(lifecycle.RuleCreateLookup)<<8 | 1), Ran: 1}
+	in := &lifecycle.Input{Now: tm(epoch), Object: w.machines[0].obj, Status: lifecycle.Status{Seq: 7}, Outcome: &stale}
+	d := &lifecycle.Decision{Rule: lifecycle.RuleCreateLookup, Requeue: time.Second}
+	w.injecting = true
+	w.check(0, in, d)
+	require.Equal(t, 1, w.nviol)
+	require.Contains(t, w.viol[0].What, "was not ignored")
+
+	d.Anomalies = lifecycle.AnomalyStaleOutcome
+	w.check(0, in, d)
+	in.Status.Seq, d.Anomalies = 5, 0
+	w.check(0, in, d)
+	require.Equal(t, 1, w.nviol)
+}
+
+// Each new fault knob alone, at ten times its default, is injected and
+// counted, and every check holds. (The lagging fleet view needs unhealthy
+// machines to matter: TestLaggingFleetViewKeepsTheLimit.)
+func TestEachNewFaultKnobAlone(t *testing.T) {
+	for knob, injected := range map[string]func(*Result) bool{
+		"stale-outcome": func(r *Result) bool {
+			return r.Stats.StaleOutcomes > r.Stats.SameSeqOutcomes && r.Stats.Anomalies[1] > 0 // stale-outcome
+		},
+		"observer-blip": func(r *Result) bool { return r.Stats.ObserverBlips > 0 },
+		"cache-lag": func(r *Result) bool {
+			return r.Stats.LaggedWrites > 0 && r.Stats.LaggedPasses > 0
+		},
+		"force-deletion": func(r *Result) bool { return r.Stats.ForceDeletions > 0 },
+		"clock-offset":   func(r *Result) bool { return r.Stats.ClockAhead > 0 && r.Stats.ClockBehind > 0 },
+		"problem": func(r *Result) bool {
+			reached := func(rule lifecycle.Rule) bool { return r.Stats.Rules[rule] > 0 }
+			return r.Stats.MachineProblems > 0 && r.Stats.ClassProblems > 0 && reached(lifecycle.RuleInvalidMachine) &&
+				reached(lifecycle.RuleClassUnavailable) && reached(lifecycle.RuleClassNotReady) &&
+				reached(lifecycle.RuleInvalidNodeTemplate)
+		},
+	} {
+		t.Run(knob, func(t *testing.T) {
+			x := 10.0
+			if knob == "problem" {
+				x = 40 // every kind of problem, of machines and of classes
+			}
+			o := only(t, 5000, knob, x)
+			r := run(t, o)
+			require.True(t, r.OK(), r.Report())
+			require.True(t, injected(r), r.Report())
+		})
+	}
+}
+
+// The limiter given a fleet view that lags behind, while nodes die: the
+// machines it hides or shows undeleted are counted, and the owners'
+// replacements in flight stay within the limit.
+func TestLaggingFleetViewKeepsTheLimit(t *testing.T) {
+	o := only(t, 5000, "fleet-lag", 10)
+	o.Dead = 0.2
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
+	require.Positive(t, r.Stats.LagHidden)
+	require.Positive(t, r.Stats.Grants)
+}
+
+// Without a target cluster every machine ends Available, no node is ever
+// registered, and the faults that need no node still apply.
+func TestWithoutTargetCluster(t *testing.T) {
+	o := small(2000)
+	o.Config.NoTargetCluster = true
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
+	require.Equal(t, r.Summary.Machines, r.Summary.ByPhase[phase.Available], "all Available")
+	require.Positive(t, r.Stats.Transitions[phase.None][phase.Available])
+	require.Zero(t, r.Stats.Flaps+r.Stats.Deaths)
+	require.Positive(t, r.TimeToRunning.N)
+	require.Contains(t, r.Report(), "no target cluster")
+}
+
+// SetFaults keeps one knob and turns the others off, caps what it scales
+// at what a probability allows, keeps a refined knob's parent, and scales
+// every knob with no knob named.
+func TestSetFaults(t *testing.T) {
+	d := DefaultOptions()
+	o := d
+	require.NoError(t, o.SetFaults("drain-fail", 10))
+	require.Equal(t, 0.9, o.DrainFail, "capped below 1")
+	require.Zero(t, o.Flap+o.Crash+o.StaleOutcome+o.CacheLag)
+	require.Zero(t, o.Outage+o.ClockOffset+o.FleetLag)
+	require.Empty(t, o.DriverFaults)
+
+	o = d
+	require.NoError(t, o.SetFaults("node-gone", 10))
+	require.Equal(t, 1.0, o.NodeGone)
+	require.Equal(t, d.Flap, o.Flap, "its parent stays as it was")
+
+	o = d
+	require.NoError(t, o.SetFaults("outage", 100))
+	require.Equal(t, o.Active, o.Outage, "capped at the active period")
+
+	o = d
+	require.NoError(t, o.SetFaults("", 3))
+	require.InDelta(t, 3*d.Crash, o.Crash, 1e-12)
+	require.Equal(t, 3*d.ClockOffset, o.ClockOffset)
+	require.NoError(t, o.Validate())
+
+	o = d
+	require.NoError(t, o.SetFaults("driver-faults", 100))
+	ft, err := newFaultTable(o.DriverFaults)
+	require.NoError(t, err)
+	top := 0.0
+	for m := 1; m < methodCount; m++ {
+		top = max(top, ft.total[m])
+	}
+	require.InDelta(t, driverCap, top, 1e-9, "the largest method's rates add up to the cap")
+
+	o = d
+	require.NoError(t, o.SetFaults("flap", 100))
+	require.InDelta(t, 1, o.Flap+o.Dead, 1e-9)
+	require.Error(t, o.SetFaults("no-such-fault", 1))
+	require.Error(t, o.SetFaults("", -1))
+	require.Len(t, FaultKnobs(), len(faultKnobs))
+}
+
+// A forced drain is carried out as one op: the node's Terminating
+// condition, the cordon, then the drain with force. When the cordon's write
+// fails, deletion goes on (delete.drain-forced-on, as MCM's forced deletion
+// does), and DeleteMachine deletes the instance of a node whose pods no
+// drain ever touched: the world saw neither a drain nor a forced drain
+// attempted. This reproduces that; it passes once the lifecycle attempts
+// the forced drain (or proves the node empty) before DeleteMachine.
+func TestForcedDrainIsAttemptedBeforeTheVMIsDeleted(t *testing.T) {
+	o := only(t, 2000, "write-fail", 10)
+	o.Flap = 0.3
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
+}
+
+// The health timeout counts from the phase change to Unknown. A node that
+// recovered while the observer was degraded (so the machine stayed Unknown,
+// frozen) and turned NotReady again later is failed by a timeout counted
+// from before its recovery, minutes into its new unhealthy spell, though
+// the node's Ready condition shows when that spell began. This reproduces
+// that; it passes once the timeout counts from the spell the node shows.
+func TestHealthTimeoutCountsFromTheUnhealthySpellTheWorldSaw(t *testing.T) {
+	o := small(10000)
+	o.Seed, o.WriteFail = 3, 0
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
 }

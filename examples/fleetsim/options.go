@@ -109,6 +109,58 @@ type Options struct {
 	ForceRemove float64
 	// NodeReadFail is the probability that the node cannot be read for a step.
 	NodeReadFail float64
+	// StaleOutcome is the probability that a pass starts with an outcome
+	// of an older decision of the machine where it would start with none:
+	// the last outcome the machine's previous pass fed back (a duplicate)
+	// or the first one it fed back (a late result). The lifecycle must
+	// ignore it (AnomalyStaleOutcome or AnomalyBadOutcome) whenever the
+	// status changed after that decision; an outcome of a decision after
+	// which the status did not change cannot be told apart from a current
+	// one, and is only counted.
+	StaleOutcome float64
+	// ObserverBlip is the probability that the observer (API server, cloud
+	// API) degrades in the middle of a pass, after the effects of its first
+	// step, for 10 seconds to 2 minutes. Steps later in the same pass see
+	// it degraded; the limiter grants nothing and orphan collection waits
+	// while it is.
+	ObserverBlip float64
+	// CacheLag is the probability that another party's write of a machine
+	// object (its owner requesting its deletion or changing its spec, the
+	// force-deletion label) reaches the controller's informer cache late,
+	// by up to CacheLagMax: a pass that starts within that time reads those
+	// fields as they were before the write. The controller's own writes
+	// (its status, finalizer, labels and providerID) it lays over the
+	// cached copy, as the lifecycle's contract asks of a shell reading a
+	// cache. (A save refused because a pass started from an older status
+	// than the saved one would count in Stats.LagConflicts.)
+	CacheLag    float64
+	CacheLagMax time.Duration
+	// FleetLag bounds how far the fleet view given to the limiter lags
+	// behind the API server: each fleet pass draws a lag within
+	// [0, FleetLag], and the limiter does not see machines created within
+	// it, nor deletions requested within it. It always sees the statuses
+	// the controller saved itself (the limiter's contract: a shell lays its
+	// own writes over a cache that lags them).
+	FleetLag time.Duration
+	// Problem is the share of machines that are invalid for a while
+	// (lifecycle.ProblemInvalidMachine) and the share of owners whose
+	// machine class has a problem for a while (class unavailable, class
+	// not ready, invalid node template, drawn evenly), each from a random
+	// time of the active period for 30 seconds to ProblemMax, then fixed.
+	Problem    float64
+	ProblemMax time.Duration
+	// ForceDeletion is the probability that a machine its owner deletes gets
+	// the force-deletion label (Object.ForceDeletion), at once or up to a
+	// minute later.
+	ForceDeletion float64
+	// ClockOffset bounds a persistent offset of the controller's clock:
+	// each shard's controller runs with its clock off by a constant drawn
+	// within [-ClockOffset, ClockOffset], for the whole run, drain-out
+	// included, as a misconfigured clock is (ClockJump adds transient jumps
+	// on top). Stamps the controller writes (phase times, the observer's
+	// recovery) carry its clock; those of the API server and the kubelets
+	// (creation and deletion times, node conditions) do not.
+	ClockOffset time.Duration
 
 	// Config is the lifecycle configuration.
 	Config lifecycle.Config
@@ -124,6 +176,29 @@ type Options struct {
 	// instance on the n-th CreateMachine of each shard (a test hook for a
 	// provider bug the checks must catch).
 	duplicateCreate int
+	// broken holds test hooks that break the shell or the world on purpose,
+	// each for a check that must catch it.
+	broken brokenWorld
+}
+
+// brokenWorld: test hooks, each a deliberately broken behaviour.
+type brokenWorld struct {
+	// fakeDrain: an unforced drain reports success without evicting a pod.
+	fakeDrain bool
+	// noPredecessor: the shell never sets Input.PredecessorTerminating.
+	noPredecessor bool
+	// lieMetadata: GetMachineStatus reports the metadata the machine asks
+	// for instead of what its instance carries.
+	lieMetadata bool
+	// forgetRecovery: the shell reports a healthy observer without the time
+	// it recovered (Observer.Since zero), to the steps and to the limiter.
+	forgetRecovery bool
+	// hideInFlight: the limiter's fleet view shows none of the controller's
+	// own writes that put a machine in flight (a grant, Failed, a deletion,
+	// a creation): every machine it shows is Running.
+	hideInFlight bool
+	// noTolerance: the checks allow nothing for the clock faults.
+	noTolerance bool
 }
 
 // ShardSize is the number of machines per shard when Options.Shards is 0.
@@ -194,6 +269,15 @@ func DefaultOptions() Options {
 		OwnerTagLost:   0.01,
 		ForceRemove:    0.02,
 		NodeReadFail:   0.001,
+		StaleOutcome:   0.01,
+		ObserverBlip:   0.0002,
+		CacheLag:       0.01,
+		CacheLagMax:    10 * time.Second,
+		FleetLag:       10 * time.Second,
+		Problem:        0.005,
+		ProblemMax:     15 * time.Minute,
+		ForceDeletion:  0.05,
+		ClockOffset:    30 * time.Second,
 
 		Config:   lifecycle.DefaultConfig(),
 		Traces:   3,
@@ -228,7 +312,8 @@ func (o *Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"drain", o.Drain}, {"ramp", o.Ramp}, {"outage", o.Outage}, {"clock-jump-max", o.ClockJumpMax}} {
+	}{{"drain", o.Drain}, {"ramp", o.Ramp}, {"outage", o.Outage}, {"clock-jump-max", o.ClockJumpMax},
+		{"cache-lag-max", o.CacheLagMax}, {"fleet-lag", o.FleetLag}, {"clock-offset", o.ClockOffset}} {
 		if d.v < 0 {
 			bad("%s must not be negative, got %s", d.name, d.v)
 		}
@@ -253,7 +338,9 @@ func (o *Options) Validate() error {
 		{"flap", o.Flap}, {"dead", o.Dead}, {"node-gone", o.NodeGone}, {"no-join", o.NoJoin}, {"drop-key", o.DropKey}, {"lost-write", o.LostWrite},
 		{"write-fail", o.WriteFail}, {"drain-fail", o.DrainFail}, {"crash", o.Crash}, {"clock-jump", o.ClockJump},
 		{"outage-notready", o.OutageNotReady}, {"stale-node", o.StaleNode}, {"owner-tag-lost", o.OwnerTagLost},
-		{"force-remove", o.ForceRemove}, {"node-read-fail", o.NodeReadFail},
+		{"force-remove", o.ForceRemove}, {"node-read-fail", o.NodeReadFail}, {"stale-outcome", o.StaleOutcome},
+		{"observer-blip", o.ObserverBlip}, {"cache-lag", o.CacheLag}, {"problem", o.Problem},
+		{"force-deletion", o.ForceDeletion},
 	} {
 		if !(p.v >= 0 && p.v <= 1) {
 			bad("%s must be a probability within 0..1, got %v", p.name, p.v)
@@ -264,6 +351,12 @@ func (o *Options) Validate() error {
 	}
 	if o.DrainFail == 1 {
 		bad("drain-fail must be below 1, or no unforced drain ever succeeds")
+	}
+	if o.ProblemMax < 30*time.Second {
+		bad("problem-max must be at least 30s, got %s", o.ProblemMax)
+	}
+	if o.ClockOffset > 24*time.Hour || o.ClockJumpMax > 24*time.Hour {
+		bad("clock-offset and clock-jump-max must not exceed 24h, got %s and %s", o.ClockOffset, o.ClockJumpMax)
 	}
 	if !(o.Latency >= 0 && o.Latency <= 100) {
 		bad("latency must be within 0..100, got %v", o.Latency)

@@ -38,8 +38,12 @@ type instance struct {
 
 // node is the Kubernetes node of an instance.
 type node struct {
-	conds      []lifecycle.Condition // replaced, never written in place
-	label      int32                 // slot+1 of its machine-name label, 0 none
+	conds []lifecycle.Condition // replaced, never written in place
+	// badSince is when the world last saw the node turn unhealthy (NotReady,
+	// or its object deleted), or the instance's creation while it never
+	// was healthy; 0 while it is healthy.
+	badSince   int64
+	label      int32 // slot+1 of its machine-name label, 0 none
 	ready      lifecycle.ConditionStatus
 	taints     lifecycle.Taints
 	down       uint8 // causes that keep it NotReady (flaps, outage)
@@ -54,6 +58,10 @@ type node struct {
 	deleting   bool
 	cordoned   bool
 	terminated bool // its Terminating condition is set
+	// What deletion did to the node, as the world saw it: drained, a drain
+	// succeeded and left no pods; forced, a forced drain was attempted on
+	// it, whatever came of it.
+	drained, forced bool
 }
 
 // tailNum returns the decimal number after the last '-' of s, -1 if none.
@@ -165,6 +173,9 @@ func (w *shard) do(mi int32, c *driverapi.Call, now int64) driverapi.Result {
 		in := &w.inst[i]
 		r := driverapi.Result{Method: c.Method, ProviderID: in.providerID, NodeName: in.nodeName,
 			OwnerUID: in.ownerTag, Metadata: w.t.meta.of(in.meta), Generation: in.gen}
+		if w.o.broken.lieMetadata && mi >= 0 {
+			r.Metadata = w.machines[mi].obj.Metadata // test hook: the desired, not the real
+		}
 		if !in.init {
 			r.Code, r.Message, r.Text = driverapi.Uninitialized, w.t.uninit, w.t.uninitText
 		}
@@ -187,6 +198,9 @@ func (w *shard) do(mi int32, c *driverapi.Call, now int64) driverapi.Result {
 		return driverapi.Result{Method: c.Method, Generation: in.gen}
 	case driverapi.MethodUpdateMetadata:
 		w.patchMetadata(in, c)
+		if mi >= 0 {
+			w.machines[mi].more |= mMetaDirty
+		}
 		return driverapi.Result{Method: c.Method}
 	}
 	return w.t.result(c.Method, int(driverapi.InvalidArgument))
@@ -260,6 +274,7 @@ func (w *shard) newInstance(mi, slot int32, c *driverapi.Call, now int64) int32 
 		ownerTag: c.Machine.UID, creator: c.Machine.UID, attempt: c.Attempt,
 		created: now, gen: c.Generation, mi: mi, slot: slot, prevInSlot: w.slotInst[slot], alive: true,
 	}
+	in.node.badSince = now
 	in.meta, _ = codeOf(c.Metadata)
 	if w.fault(w.o.OwnerTagLost) {
 		in.ownerTag = ""
@@ -295,6 +310,9 @@ func (w *shard) initialize(i int32, now int64) {
 		return
 	}
 	in.booting = true
+	if w.cfg.NoTargetCluster {
+		return // no cluster, no node
+	}
 	if w.fault(w.o.NoJoin) {
 		w.stats.NoJoin++
 		return // its kubelet never registers

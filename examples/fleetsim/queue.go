@@ -44,6 +44,19 @@ const (
 	evActiveEnd
 	// evTeardown: every owner scales down to zero.
 	evTeardown
+	// evBlipEnd: an observer blip ends.
+	evBlipEnd
+	// evProblem: machine idx has the problem tok&7 for tok>>3 seconds;
+	// evProblemEnd: it is fixed.
+	evProblem
+	evProblemEnd
+	// evClassProblem: owner idx's class has the problem tok&7 for tok>>3
+	// seconds; evClassProblemEnd: it is fixed.
+	evClassProblem
+	evClassProblemEnd
+	// evForceLabel: someone sets the force-deletion label on machine idx
+	// while it is being deleted.
+	evForceLabel
 )
 
 // event is one entry of the event queue.

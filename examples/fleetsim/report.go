@@ -47,6 +47,29 @@ type Stats struct {
 	WriteFailures, DrainFailures, ClockJumps, NodeReadFailures int64
 	Flaps, Deaths, OutageNotReady, StaleNodes, OwnerTagsLost   int64
 	NodesGone, NoJoin                                          int64
+	// StaleOutcomes counts outcomes of older decisions fed to a pass's
+	// first step, SameSeqOutcomes those of them no status change followed
+	// (which nothing can tell from a current one); ObserverBlips the
+	// observer's degradations in the middle of a pass.
+	StaleOutcomes, SameSeqOutcomes, ObserverBlips int64
+	// LaggedWrites counts the writes that reached the cache late,
+	// LaggedPasses the passes that started from a lagging copy, and
+	// LagConflicts the status saves the API server refused because the
+	// pass started from one.
+	LaggedWrites, LaggedPasses, LagConflicts int64
+	// LaggedViews counts the limiter's lagging fleet views, LagHidden the
+	// machines they left out or showed not yet deleting.
+	LaggedViews, LagHidden int64
+	// MachineProblems and ClassProblems count the problems of machines and
+	// of owners' classes; ForceDeletions the force-deletion labels set.
+	MachineProblems, ClassProblems, ForceDeletions int64
+	// ClockAhead and ClockBehind count the shards whose controller clock
+	// is ahead or behind; ClockOffsetSum adds up the offsets' sizes.
+	ClockAhead, ClockBehind int64
+	ClockOffsetSum          time.Duration
+	// Anomalies counts decisions by the anomalies they reported
+	// (lifecycle.Anomalies), indexed by bit.
+	Anomalies [16]int64
 	// Transitions counts saved phase changes, [from][to].
 	Transitions [phase.Count][phase.Count]int64
 	// Rules counts decisions by rule (indexed by lifecycle.Rule); Ops
@@ -114,8 +137,8 @@ type Result struct {
 	// Summary is lifecycle.Summarize over every machine at the end, merged
 	// over the shards.
 	Summary lifecycle.Summary
-	// TimeToRunning is from a machine's creation to its first Running, in
-	// simulated time.
+	// TimeToRunning is from a machine's creation to its first Running (or
+	// Available, without a target cluster), in simulated time.
 	TimeToRunning Percentiles
 	// OutageAt is when the observer outage began (since the start).
 	OutageAt time.Duration
@@ -158,6 +181,9 @@ func (r *Result) Report() string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("fleetsim: seed %d, %d machines in %d owners of up to %d, %d shards\n", o.Seed, s.Machines, s.Owners, o.PerOwner, o.Shards)
 	p("simulated: %s of scenario and faults, then %s of drain-out without faults", o.Active, o.Drain)
+	if o.Config.NoTargetCluster {
+		p("; no target cluster")
+	}
 	if o.Faults && o.Outage > 0 {
 		p("; observer outage at +%s for %s", r.OutageAt.Round(time.Millisecond), o.Outage)
 	}
@@ -212,8 +238,31 @@ func (r *Result) Report() string {
 		s.DroppedKeys, s.LostWrites[0]+s.LostWrites[1]+s.LostWrites[2], s.LostWrites[0], s.LostWrites[1], s.LostWrites[2])
 	p(" failed writes %d, failed drains %d, crashes %d, clock jumps %d, failed node reads %d,",
 		s.WriteFailures, s.DrainFailures, s.Crashes, s.ClockJumps, s.NodeReadFailures)
-	p(" node flaps %d (node object deleted in %d), dead nodes %d, nodes never joining %d, nodes NotReady in the outage %d, stale node names %d, owner tags lost %d\n",
+	p(" node flaps %d (node object deleted in %d), dead nodes %d, nodes never joining %d, nodes NotReady in the outage %d, stale node names %d, owner tags lost %d,",
 		s.Flaps, s.NodesGone, s.Deaths, s.NoJoin, s.OutageNotReady, s.StaleNodes, s.OwnerTagsLost)
+	p(" outcomes of older decisions fed %d (%d indistinguishable: no status change followed them), observer blips %d,",
+		s.StaleOutcomes, s.SameSeqOutcomes, s.ObserverBlips)
+	p(" writes late to the cache %d (passes from a lagging copy %d, status saves refused for it %d),",
+		s.LaggedWrites, s.LaggedPasses, s.LagConflicts)
+	p(" lagging limiter views %d (machines hidden or not yet deleting in them %d), machine problems %d, class problems %d, force-deletion labels %d,",
+		s.LaggedViews, s.LagHidden, s.MachineProblems, s.ClassProblems, s.ForceDeletions)
+	mean := time.Duration(0)
+	if n := s.ClockAhead + s.ClockBehind; n > 0 {
+		mean = s.ClockOffsetSum / time.Duration(n)
+	}
+	p(" controller clocks ahead in %d shards and behind in %d (mean offset %s)\n", s.ClockAhead, s.ClockBehind, mean.Round(time.Millisecond))
+	p("anomalies reported:")
+	some = false
+	for b, n := range s.Anomalies {
+		if n > 0 {
+			p(" %s %d", lifecycle.Anomalies(1<<b), n)
+			some = true
+		}
+	}
+	if !some {
+		p(" none")
+	}
+	p("\n")
 	p("phase changes:")
 	for from := range phase.Phase(phase.Count) {
 		for to := range phase.Phase(phase.Count) {
@@ -224,7 +273,11 @@ func (r *Result) Report() string {
 	}
 	p("\n")
 	t := r.TimeToRunning
-	p("time to Running (simulated, from creation; n=%d): p50 %s, p90 %s, p99 %s, max %s\n",
+	settled := "Running"
+	if o.Config.NoTargetCluster {
+		settled = "Available"
+	}
+	p("time to %s (simulated, from creation; n=%d): p50 %s, p90 %s, p99 %s, max %s\n", settled,
 		t.N, t.P50.Round(time.Millisecond), t.P90.Round(time.Millisecond), t.P99.Round(time.Millisecond), t.Max.Round(time.Millisecond))
 	r.reportSummary(&b)
 	var never []string

@@ -84,6 +84,12 @@ func (w *shard) tracePass(mi int32, in *lifecycle.Input) {
 	if in.Observer.Degraded {
 		b.WriteString(" observer=degraded")
 	}
+	if in.Problem != lifecycle.ProblemNone {
+		b.WriteString(" problem=" + in.Problem.String())
+	}
+	if in.Object.ForceDeletion {
+		b.WriteString(" force-deletion")
+	}
 	fmt.Fprintf(&b, " desired: generation %d metadata %v", in.Object.UpdateGeneration, in.Object.Metadata)
 	w.tr.add(b.String())
 }

@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -19,25 +20,50 @@ func tm(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 // simulator's bookkeeping. Machines live in a slice and are named by their
 // index; a machine that is gone stays, marked, so indices never move.
 type machine struct {
-	obj   lifecycle.Object
-	st    lifecycle.Status
-	next  int64 // when its queued reconcile is due
-	busy  int64 // when its last pass ended
-	tok   uint32
-	owner int32
-	slot  int32 // name slot
-	mv    uint8 // desired metadata version
-	bits  mbits
+	obj    lifecycle.Object
+	st     lifecycle.Status
+	next   int64 // when its queued reconcile is due
+	busy   int64 // when its last pass ended
+	goneAt int64 // when its object was deleted (mGone)
+	tok    uint32
+	owner  int32
+	slot   int32 // name slot
+	ip     int32 // instance+1 of the providerID its saved status records, 0 none
+	mv     uint8 // desired metadata version
+	bits   mbits
+	more   mbits2
+	// problem is the lifecycle.Problem the machine itself has now (the
+	// Problem fault); its owner's class may have one too.
+	problem uint8
 }
 
 type mbits uint8
 
 const (
-	mQueued mbits = 1 << iota // a reconcile is queued
-	mGone                     // the object is deleted
-	mGrant                    // the limiter's grant of the last fleet pass
-	mToken                    // its bootstrap token exists
-	mRan                      // it reached Running once
+	mQueued   mbits = 1 << iota // a reconcile is queued
+	mGone                       // the object is deleted
+	mGrant                      // the limiter's grant of the last fleet pass
+	mToken                      // its bootstrap token exists
+	mRan                        // it reached Running (or Available) once
+	mLagged                     // a write of it has not reached the cache yet (shard.lagged)
+	mStaleOut                   // its next pass starts with an outcome of an older decision (shard.staleOuts)
+	// mHealthFailed: the world saw it saved Failed by the health timeout,
+	// and it has not been saved Running since; with its deletion it counts
+	// as a replacement in flight until it is gone.
+	mHealthFailed
+)
+
+type mbits2 uint8
+
+const (
+	// mReplaces: its owner created it to replace a machine Failed by the
+	// health timeout; it counts as a replacement in flight until it is
+	// saved Running or Available, or is gone.
+	mReplaces mbits2 = 1 << iota
+	// mMetaDirty: what its metadata verdict depends on besides its status
+	// changed since it was last checked (the desired metadata, its
+	// instance's metadata or owner, the copy a pass started from).
+	mMetaDirty
 )
 
 func (m *machine) gone() bool     { return m.bits&mGone != 0 }
@@ -51,8 +77,22 @@ type owner struct {
 	deleting           int32
 	unknown, failed    int32 // Unknown; Failed and not deleting
 	needsRepl, granted int32
-	list               []int32 // its machines (gone ones dropped lazily)
-	free               []int32 // name slots of its gone machines; the newest is reused first
+	// healthReplace counts the machines Failed by the health timeout that
+	// it deleted and has not created a replacement for yet.
+	healthReplace int32
+	list          []int32 // its machines (gone ones dropped lazily)
+	free          []int32 // name slots of its gone machines; the newest is reused first
+	// problem is the lifecycle.Problem its machine class has now.
+	problem uint8
+}
+
+// lagEntry is a machine as the controller's cache still shows it: the
+// object and status before a write that reaches the cache late, until when
+// it arrives.
+type lagEntry struct {
+	obj   lifecycle.Object
+	st    lifecycle.Status
+	until int64
 }
 
 // shard is one independent simulation: a set of owners with their
@@ -75,6 +115,34 @@ type shard struct {
 	active, faulty      bool
 	observer            lifecycle.Observer
 	outageNodes         []int32 // nodes NotReady for the outage
+	// classProblems counts the owners whose class has a problem now.
+	classProblems int
+	// degraded counts what degrades the observer now (the outage, blips);
+	// recovered is the real time it last became healthy again, 0 never.
+	degraded  int
+	recovered int64
+	// offset is how far the controller's clock is off, all run long (the
+	// ClockOffset fault); tolerance is how early a wrong clock can make a
+	// deadline fire: the offset's size plus ClockJumpMax when clock jumps
+	// are on.
+	offset, tolerance int64
+
+	// The current pass: stepNow is the real time of its current step;
+	// base the status sequence number its saves are made from (the copy it
+	// started from, then its own last save), which the API server compares
+	// with the saved one; injecting that the current step was given an
+	// outcome of an older decision.
+	stepNow   int64
+	base      uint32
+	injecting bool
+	// lagged holds the machines whose writes reach the cache late;
+	// staleOuts the outcomes of older decisions fed to the machines' next
+	// passes; kept and nkept the outcomes a pass keeps for that.
+	lagged    map[int32]lagEntry
+	staleOuts map[int32]lifecycle.Outcome
+	kept      [2]lifecycle.Outcome
+	nkept     int
+	injected  lifecycle.Outcome
 
 	machines    []machine
 	owners      []owner
@@ -90,6 +158,7 @@ type shard struct {
 
 	// Scratch, reused so steps allocate nothing.
 	in      lifecycle.Input
+	fleetIn lifecycle.Input // what a fleet function reads of one machine
 	d       lifecycle.Decision
 	out     lifecycle.Outcome
 	members []lifecycle.Member
@@ -97,6 +166,11 @@ type shard struct {
 	grants  []lifecycle.Grant
 	list    []driverapi.Instance
 	calls   []driverapi.Call
+
+	// The faults drawn at every step, save, write or pass: countdowns to
+	// their next occurrence.
+	cdJump, cdNodeRead, cdLostWrite, cdWriteFail, cdCrash countdown
+	cdCacheLag, cdStaleOutcome, cdBlip                    countdown
 
 	stats   Stats
 	ttr     []time.Duration
@@ -118,12 +192,48 @@ func newShard(o *Options, t *tables, index int, tr *tracer) *shard {
 	}
 	w.checked, _ = o.Config.Check()
 	w.stats.init()
+	for _, c := range []struct {
+		cd *countdown
+		p  float64
+	}{
+		{&w.cdJump, o.ClockJump}, {&w.cdNodeRead, o.NodeReadFail}, {&w.cdLostWrite, o.LostWrite},
+		{&w.cdWriteFail, o.WriteFail}, {&w.cdCrash, o.Crash}, {&w.cdCacheLag, o.CacheLag},
+		{&w.cdStaleOutcome, o.StaleOutcome}, {&w.cdBlip, o.ObserverBlip},
+	} {
+		w.initCountdown(c.cd, c.p)
+	}
+	if o.Faults && o.ClockOffset > 0 {
+		w.offset = w.rng.Int64N(2*int64(o.ClockOffset)+1) - int64(o.ClockOffset)
+		if w.offset >= 0 {
+			w.stats.ClockAhead++
+		} else {
+			w.stats.ClockBehind++
+		}
+		w.stats.ClockOffsetSum += time.Duration(abs(w.offset))
+	}
+	w.tolerance = abs(w.offset)
+	if o.Faults && o.ClockJump > 0 {
+		w.tolerance += int64(o.ClockJumpMax)
+	}
+	if o.broken.noTolerance {
+		w.tolerance = 0
+	}
 	owners := (o.Machines + o.PerOwner - 1) / o.PerOwner
 	size := 0
 	for g := index; g < owners; g += o.shards() {
 		n := min(o.PerOwner, o.Machines-g*o.PerOwner)
 		w.owners = append(w.owners, owner{uid: "ms-" + strconv.Itoa(g), desired: int32(n)})
 		size += n
+	}
+	if o.Faults && o.Problem > 0 {
+		// Class problems: an owner's machine class is unavailable, not
+		// ready, or has an invalid node template, for a while.
+		for oi := range w.owners {
+			if w.chance(o.Problem) {
+				kind := lifecycle.ProblemClassUnavailable + lifecycle.Problem(w.rng.IntN(3))
+				w.push(epoch+w.rng.Int64N(int64(o.Active)), evClassProblem, int32(oi), w.problemTok(kind))
+			}
+		}
 	}
 	w.machines = make([]machine, 0, size+size/4)
 	w.inst = make([]instance, 0, size+size/4)
@@ -162,6 +272,57 @@ func (w *shard) chance(p float64) bool { return p > 0 && w.rng.Float64() < p }
 
 // fault is chance for a fault: never once the faults stopped.
 func (w *shard) fault(p float64) bool { return w.faulty && w.chance(p) }
+
+// A countdown draws the occurrences of a fault that has a rate p at each
+// of many trials (each step, each save, each write) by the gaps between
+// them, which follow the geometric distribution: the same process as a
+// draw at every trial, for one draw per occurrence.
+type countdown struct {
+	left int64   // trials until the next occurrence, counting it
+	lnq  float64 // ln(1-p); -Inf when p is 1
+}
+
+const never = math.MaxInt64
+
+func (w *shard) initCountdown(c *countdown, p float64) {
+	switch {
+	case !w.o.Faults || !(p > 0):
+		c.left = never
+	case p >= 1:
+		c.lnq, c.left = math.Inf(-1), 1
+	default:
+		c.lnq = math.Log1p(-p)
+		c.left = w.gap(c)
+	}
+}
+
+// gap draws the number of trials to the next occurrence, counting it.
+func (w *shard) gap(c *countdown) int64 {
+	if math.IsInf(c.lnq, -1) {
+		return 1
+	}
+	g := 1 + math.Floor(math.Log1p(-w.rng.Float64())/c.lnq)
+	if !(g < 1<<62) {
+		return 1 << 62
+	}
+	return int64(g)
+}
+
+// occurs counts a trial of the fault of c and reports whether the fault
+// occurs at it: never once the faults stopped.
+func (w *shard) occurs(c *countdown) bool {
+	c.left--
+	return c.left <= 0 && w.faulty && w.fires(c)
+}
+
+// fires draws the gap to the fault's next occurrence after this one. It
+// is kept out of line, so that occurs, called at every trial, is inlined.
+//
+//go:noinline
+func (w *shard) fires(c *countdown) bool {
+	c.left = w.gap(c)
+	return true
+}
 
 // between returns a duration within [a, b].
 func (w *shard) between(a, b time.Duration) int64 {
@@ -235,6 +396,73 @@ func (w *shard) handle(e *event) {
 		w.active, w.faulty = false, false
 	case evTeardown:
 		w.teardown()
+	case evBlipEnd:
+		w.restore()
+	case evProblem, evProblemEnd, evClassProblem, evClassProblemEnd:
+		w.problemEvent(e)
+	case evForceLabel:
+		w.forceLabel(e.idx)
+	}
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// problemTok packs a problem of kind, lasting 30 seconds to ProblemMax,
+// into an event token: the kind in the low three bits, the seconds above.
+func (w *shard) problemTok(kind lifecycle.Problem) uint32 {
+	secs := w.between(30*time.Second, w.o.ProblemMax) / int64(time.Second)
+	return uint32(secs)<<3 | uint32(kind)
+}
+
+// problemEvent starts or ends a machine's or a class's problem. Each start
+// and end reconciles the machines concerned, as a watch event on the
+// machine or its class would.
+func (w *shard) problemEvent(e *event) {
+	kind, secs := uint8(e.tok&7), int64(e.tok>>3)
+	switch e.kind {
+	case evProblem:
+		m := &w.machines[e.idx]
+		if !w.faulty || m.gone() || m.problem != 0 {
+			return
+		}
+		m.problem = kind
+		w.stats.MachineProblems++
+		if w.tracing(e.idx) {
+			w.note(e.idx, "the machine has a problem: "+lifecycle.Problem(kind).String()+" for "+strconv.FormatInt(secs, 10)+"s")
+		}
+		w.push(w.now+secs*int64(time.Second), evProblemEnd, e.idx, 0)
+		w.enqueue(e.idx, w.now)
+	case evProblemEnd:
+		w.machines[e.idx].problem = 0
+		if w.tracing(e.idx) {
+			w.note(e.idx, "the machine's problem is fixed")
+		}
+		w.enqueue(e.idx, w.now)
+	case evClassProblem, evClassProblemEnd:
+		o := &w.owners[e.idx]
+		if e.kind == evClassProblem {
+			if !w.faulty || o.problem != 0 {
+				return
+			}
+			o.problem = kind
+			w.classProblems++
+			w.stats.ClassProblems++
+			w.push(w.now+secs*int64(time.Second), evClassProblemEnd, e.idx, 0)
+		} else {
+			o.problem = 0
+			w.classProblems--
+		}
+		for _, mi := range o.list {
+			if w.tracing(mi) {
+				w.note(mi, "its class's problem: "+lifecycle.Problem(o.problem).String())
+			}
+			w.enqueue(mi, w.now)
+		}
 	}
 }
 
@@ -275,6 +503,10 @@ func (w *shard) createMachine(oi int32, at int64) int32 {
 		},
 		owner: oi, slot: slot,
 	})
+	if o.healthReplace > 0 {
+		o.healthReplace--
+		w.machines[mi].more |= mReplaces
+	}
 	w.slotMachine[slot] = mi
 	o.list = append(o.list, mi)
 	o.live++
@@ -300,6 +532,9 @@ func (w *shard) plan(mi int32, at int64) {
 	if w.chance(w.o.ScaleDown) {
 		w.push(when(), evScaleDown, mi, 0)
 	}
+	if w.o.Faults && w.chance(w.o.Problem) {
+		w.push(when(), evProblem, mi, w.problemTok(lifecycle.ProblemInvalidMachine))
+	}
 	if !w.o.Faults || w.o.Flap+w.o.Dead == 0 {
 		return
 	}
@@ -322,6 +557,7 @@ func (w *shard) scenario(e *event) {
 	if !w.active || m.gone() || m.deleting() {
 		return
 	}
+	w.lagWrite(e.idx, w.now)
 	switch e.kind {
 	case evUpdate:
 		m.obj.UpdateGeneration++
@@ -331,6 +567,7 @@ func (w *shard) scenario(e *event) {
 		}
 	case evMetadata:
 		m.mv++
+		m.more |= mMetaDirty
 		m.obj.Metadata = w.t.meta.of(metaVersion(m.mv))
 		w.stats.MetadataChanges++
 		if w.tracing(e.idx) {

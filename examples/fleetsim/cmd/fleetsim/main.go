@@ -7,11 +7,21 @@
 //
 //	go run ./examples/fleetsim/cmd/fleetsim -machines 10000 -seed 1
 //	go run ./examples/fleetsim/cmd/fleetsim -machines 1000000 -seed 1
+//
+// Every fault has a flag of its own. -only NAME keeps one fault knob and
+// turns every other off, and -fault-scale X multiplies the knobs kept (rates
+// capped at what a probability allows; see fleetsim.Options.SetFaults); a
+// fault flag given explicitly is taken as given, neither turned off nor
+// scaled. -list-faults prints the knobs' names, which are their flags':
+//
+//	go run ./examples/fleetsim/cmd/fleetsim -only cache-lag -fault-scale 10
+//	go run ./examples/fleetsim/cmd/fleetsim -only force-remove -fault-scale 15 -dead 0.2 -reuse 1
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -22,8 +32,18 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-func main() {
-	o := fleetsim.DefaultOptions()
+// cli holds what the flags set: the options, and the flags that are not
+// options' fields.
+type cli struct {
+	o                                fleetsim.Options
+	driverFaults, replacements, only string
+	scale                            float64
+	list                             bool
+}
+
+// flags defines the flags over c, with c's values as their defaults.
+func flags(c *cli) *flag.FlagSet {
+	o := &c.o
 	fs := flag.NewFlagSet("fleetsim", flag.ContinueOnError)
 	fs.IntVar(&o.Machines, "machines", o.Machines, "machines at the start")
 	fs.IntVar(&o.PerOwner, "per-owner", o.PerOwner, "machines per owner (MachineSet)")
@@ -41,13 +61,15 @@ func main() {
 	fs.Float64Var(&o.ScaleDown, "scale-down", o.ScaleDown, "share of machines deleted by a scale-down")
 	fs.Float64Var(&o.Reuse, "reuse", o.Reuse, "probability that a replacement reuses a gone machine's name")
 	fs.BoolVar(&o.Faults, "faults", o.Faults, "inject faults (false: none of the fault flags apply)")
-	driverFaults := fs.String("driver-faults", fleetsim.DefaultDriverFaults,
+	fs.StringVar(&c.driverFaults, "driver-faults", fleetsim.FormatDriverFaults(o.DriverFaults),
 		"driver faults: comma-separated METHOD:OUTCOME=RATE, METHOD a driver method or *, OUTCOME a code, undecodable or empty; none for no faults")
 	fs.Float64Var(&o.Latency, "latency", o.Latency, "scale of simulated driver call latency (0: none)")
 	fs.Float64Var(&o.Flap, "flap", o.Flap, "share of machines whose node flaps NotReady once")
 	fs.Float64Var(&o.Dead, "dead", o.Dead, "share of machines whose node dies")
 	fs.DurationVar(&o.FlapMin, "flap-min", o.FlapMin, "shortest flap")
 	fs.DurationVar(&o.FlapMax, "flap-max", o.FlapMax, "longest flap")
+	fs.Float64Var(&o.NodeGone, "node-gone", o.NodeGone, "share of flaps in which the node object is deleted and registered again")
+	fs.Float64Var(&o.NoJoin, "no-join", o.NoJoin, "probability that an instance's kubelet never registers its node")
 	fs.Float64Var(&o.DropKey, "drop-key", o.DropKey, "probability that UpdateMetadata drops one key's change")
 	fs.Float64Var(&o.LostWrite, "lost-write", o.LostWrite, "probability that a status write fails")
 	fs.Float64Var(&o.WriteFail, "write-fail", o.WriteFail, "probability that an object, node or token write fails")
@@ -61,18 +83,61 @@ func main() {
 	fs.Float64Var(&o.OwnerTagLost, "owner-tag-lost", o.OwnerTagLost, "probability that an instance is created without its owner tag")
 	fs.Float64Var(&o.ForceRemove, "force-remove", o.ForceRemove, "probability that a scale-down's finalizer is removed by hand")
 	fs.Float64Var(&o.NodeReadFail, "node-read-fail", o.NodeReadFail, "probability that the node cannot be read for a step")
-	replacements := fs.String("replacements", "", "the limiter's maximum of replacements in flight per owner: N or N% (default: the lifecycle's)")
+	fs.Float64Var(&o.StaleOutcome, "stale-outcome", o.StaleOutcome,
+		"probability that a pass starts with the outcome of an older decision (a duplicate or a late result)")
+	fs.Float64Var(&o.ObserverBlip, "observer-blip", o.ObserverBlip,
+		"probability that the observer degrades in the middle of a pass, for 10s to 2m")
+	fs.Float64Var(&o.CacheLag, "cache-lag", o.CacheLag, "probability that a write of a machine reaches the controller's cache late")
+	fs.DurationVar(&o.CacheLagMax, "cache-lag-max", o.CacheLagMax, "how late such a write arrives, at most")
+	fs.DurationVar(&o.FleetLag, "fleet-lag", o.FleetLag, "how far the limiter's fleet view lags behind, at most (0: not at all)")
+	fs.Float64Var(&o.Problem, "problem", o.Problem, "share of machines, and of owners' classes, with a problem for a while")
+	fs.DurationVar(&o.ProblemMax, "problem-max", o.ProblemMax, "how long a problem lasts, at most (at least 30s)")
+	fs.Float64Var(&o.ForceDeletion, "force-deletion", o.ForceDeletion, "probability that a deleted machine gets the force-deletion label")
+	fs.DurationVar(&o.ClockOffset, "clock-offset", o.ClockOffset,
+		"bound of each shard's persistent controller clock offset, either way (0: none)")
+	fs.BoolVar(&o.Config.NoTargetCluster, "no-target-cluster", o.Config.NoTargetCluster,
+		"run without a target cluster: machines end Available, and there are no nodes")
+	fs.StringVar(&c.only, "only", c.only,
+		"keep only this fault knob (see -list-faults) and turn every other off, but for those set by their own flags")
+	fs.Float64Var(&c.scale, "fault-scale", c.scale,
+		"multiply the fault knobs kept, but for those set by their own flags (rates capped at what a probability allows)")
+	fs.BoolVar(&c.list, "list-faults", false, "print the names of the fault knobs, one a line, and exit")
+	fs.StringVar(&c.replacements, "replacements", "", "the limiter's maximum of replacements in flight per owner: N or N% (default: the lifecycle's)")
 	fs.IntVar(&o.Traces, "traces", o.Traces, "machines with violations whose trace is rendered")
 	fs.IntVar(&o.TraceLen, "trace-len", o.TraceLen, "decisions and events kept in a trace")
+	return fs
+}
+
+func main() {
+	// -only and -fault-scale change the defaults of the fault flags, so the
+	// flags are read twice: first for those two, then for all, with the
+	// defaults they set, so that a fault flag given explicitly is taken as
+	// given.
+	first := cli{o: fleetsim.DefaultOptions(), scale: 1}
+	pre := flags(&first)
+	pre.SetOutput(io.Discard)
+	_ = pre.Parse(os.Args[1:]) // errors are reported below
+	c := cli{o: fleetsim.DefaultOptions(), only: first.only, scale: first.scale}
+	if err := c.o.SetFaults(c.only, c.scale); err != nil {
+		fail(err)
+	}
+	fs := flags(&c)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
+	o := c.o
+	if c.list {
+		for _, name := range fleetsim.FaultKnobs() {
+			fmt.Println(name)
+		}
+		return
+	}
 	var err error
-	if o.DriverFaults, err = fleetsim.ParseDriverFaults(*driverFaults); err != nil {
+	if o.DriverFaults, err = fleetsim.ParseDriverFaults(c.driverFaults); err != nil {
 		fail(err)
 	}
-	if *replacements != "" {
-		if o.Config.Replacements, err = parseReplacements(*replacements); err != nil {
+	if c.replacements != "" {
+		if o.Config.Replacements, err = parseReplacements(c.replacements); err != nil {
 			fail(err)
 		}
 	}
