@@ -211,7 +211,10 @@ type Observer struct {
 	// Since is when the observer became degraded or, when not degraded,
 	// when it became healthy again (zero: healthy for as long as known).
 	// After an outage, timeouts count from here at the earliest, so the end
-	// of an outage never fails a fleet at once.
+	// of an outage never fails a fleet at once. While it was degraded,
+	// machines waited a Long period: when it recovers, the shell reconciles
+	// its machines (as informers relist after their watches reconnect), so
+	// what happened meanwhile, a node healthy again, is seen at once.
 	Since time.Time
 }
 
