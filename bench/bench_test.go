@@ -307,6 +307,7 @@ func assembleObserved(in, src *lifecycle.Input) {
 	in.Observer = lifecycle.Observer{}
 	in.Problem = lifecycle.ProblemNone
 	in.Grant = lifecycle.Grant{}
+	in.PredecessorTerminating = false
 	in.Outcome = nil
 }
 

@@ -169,6 +169,7 @@ func TestAssembleSetsEveryField(t *testing.T) {
 	junk.Observer = lifecycle.Observer{Degraded: true, Since: T0}
 	junk.Problem = lifecycle.ProblemInvalidMachine
 	junk.Grant = lifecycle.Grant{Fail: true}
+	junk.PredecessorTerminating = true
 	junk.Outcome = &lifecycle.Outcome{Ran: 1}
 	v := reflect.ValueOf(junk)
 	for i := range v.NumField() {
