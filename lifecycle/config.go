@@ -232,11 +232,13 @@ func (k *Checked) Valid() bool { return k.pre.valid }
 
 // valid is Validate without building errors, for the hot path.
 func (c *Config) valid() bool {
-	for _, d := range [...]time.Duration{c.CreationTimeout, c.HealthTimeout, c.DrainTimeout, c.WaitCheck,
-		c.ForceDrainAfter, c.ForcedDrainTimeout, c.EvictRetryInterval} {
-		if d <= 0 || d > MaxTimeout {
-			return false
-		}
+	// A duration d is within 1..MaxTimeout exactly when d-1, unsigned, is
+	// below MaxTimeout.
+	if uint64(c.CreationTimeout-1) >= uint64(MaxTimeout) || uint64(c.HealthTimeout-1) >= uint64(MaxTimeout) ||
+		uint64(c.DrainTimeout-1) >= uint64(MaxTimeout) || uint64(c.WaitCheck-1) >= uint64(MaxTimeout) ||
+		uint64(c.ForceDrainAfter-1) >= uint64(MaxTimeout) || uint64(c.ForcedDrainTimeout-1) >= uint64(MaxTimeout) ||
+		uint64(c.EvictRetryInterval-1) >= uint64(MaxTimeout) {
+		return false
 	}
 	if c.MaxEvictRetries < 0 || c.ForcedEvictRetries < 0 || c.PredecessorWait < 0 || c.PredecessorWait > MaxTimeout ||
 		len(c.NodeConditions) > MaxNodeConditions {

@@ -194,8 +194,10 @@ type Summary struct {
 func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary {
 	s := Summary{Machines: len(fleet), Orphans: orphans}
 	n := StampOf(now)
-	var st Status    // what a member's wait reads, reused from member to member
-	var ov Overrides // likewise
+	// What a member's wait reads, reused from member to member.
+	var st Status
+	var o Object
+	var in Input
 	for i := range fleet {
 		m := &fleet[i]
 		if !m.Phase.Valid() {
@@ -223,7 +225,7 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 		}
 		var w Wait
 		if !waitsForNothing(m.Phase, m.Deleting, m.RetryAfter, n, m.ObserverDegraded, m.Problem) {
-			f := m.facts(&st, &ov)
+			f := m.facts(&st, &o, &in)
 			w = f.wait(cfg, n)
 		}
 		if w.For != WaitNone {

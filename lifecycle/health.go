@@ -242,7 +242,6 @@ func (x *decider) unhealthy() {
 		x.rule(RuleHealthWaitUnknown)
 	}
 	timeout := x.cfg.healthTimeout(o)
-	deadline := x.deadlineBase(st.PhaseSince).Add(timeout)
 	if !x.expired(st.PhaseSince, timeout) {
 		// H11. A grant held from before (the timeout was raised, or an
 		// outage moved the deadline) is released, so the owner's others
@@ -273,6 +272,7 @@ func (x *decider) unhealthy() {
 			// waited so far (a machine granted is stepped when its grant
 			// changes, see Limit).
 			x.rule(RuleHealthAwaitGrant)
+			deadline := x.deadlineBase(st.PhaseSince).Add(timeout)
 			x.d.Period = retry.Short
 			x.d.Requeue = min(max(x.now.Sub(deadline)/2, retry.Short), retry.Medium)
 			return

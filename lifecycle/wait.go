@@ -30,32 +30,32 @@ import (
 // nothing; any other for nothing.
 func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	retry := f.st.RetryAfter > now
-	if f.deleting {
+	if f.deleted != 0 {
 		var drainBy Stamp // the drain timeout, while the drain is ahead
 		if f.st.Stage <= StageDrain && f.st.Flags&flagsDrained == 0 {
-			drainBy = f.deleted.Add(orConfig(f.ov.DrainTimeout, cfg.DrainTimeout))
+			drainBy = f.deleted.Add(orConfig(f.o.Overrides.DrainTimeout, cfg.DrainTimeout))
 		}
 		switch {
-		case f.problem != ProblemNone:
+		case f.in.Problem != ProblemNone:
 			return Wait{For: WaitProblem}
-		case !f.finalizer:
+		case !f.o.Finalizer:
 			return Wait{For: WaitFinalizer, Since: f.deleted}
 		case retry:
 			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: sooner(f.st.RetryAfter, drainBy)}
 		}
 		return Wait{For: WaitDeletion, Since: f.deleted, Until: drainBy}
 	}
-	if f.degraded {
+	if f.in.Observer.Degraded {
 		return Wait{For: WaitObserver, Since: f.observed}
 	}
-	if f.problem != ProblemNone {
+	if f.in.Problem != ProblemNone {
 		return Wait{For: WaitProblem}
 	}
 	switch f.st.Phase {
 	case phase.Unknown, phase.InPlaceUpdateFailed:
-		deadline := f.deadline(f.st.PhaseSince, orConfig(f.ov.HealthTimeout, cfg.HealthTimeout))
+		deadline := f.deadline(f.st.PhaseSince, orConfig(f.o.Overrides.HealthTimeout, cfg.HealthTimeout))
 		switch {
-		case f.ov.DisableHealthTimeout:
+		case f.o.Overrides.DisableHealthTimeout:
 			return Wait{For: WaitRecovery, Since: f.st.PhaseSince}
 		case deadline == 0 || now < deadline:
 			return Wait{For: WaitRecovery, Since: f.st.PhaseSince, Until: deadline}
@@ -68,8 +68,8 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	}
 	switch f.st.Phase {
 	case phase.None, phase.CrashLoopBackOff:
-		if f.predecessor && f.st.Stage == StageNone && f.st.ProviderID == "" && !f.objectInstance && f.created != 0 {
-			bound := f.created.Add(orConfig(cfg.PredecessorWait, orConfig(f.ov.DrainTimeout, cfg.DrainTimeout)))
+		if f.in.PredecessorTerminating && f.st.Stage == StageNone && f.st.ProviderID == "" && f.o.ProviderID == "" && f.created != 0 {
+			bound := f.created.Add(orConfig(cfg.PredecessorWait, orConfig(f.o.Overrides.DrainTimeout, cfg.DrainTimeout)))
 			if now < bound {
 				return Wait{For: WaitPredecessor, Since: f.created, Until: bound}
 			}
@@ -99,7 +99,7 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 
 // creationDeadline returns when the machine's creation timeout passes.
 func (f *waitFacts) creationDeadline(cfg *Config) Stamp {
-	return f.deadline(later(f.created, f.st.CreationFrom), orConfig(f.ov.CreationTimeout, cfg.CreationTimeout))
+	return f.deadline(later(f.created, f.st.CreationFrom), orConfig(f.o.Overrides.CreationTimeout, cfg.CreationTimeout))
 }
 
 // deadline returns when a timeout counted from since passes, never counted
@@ -140,26 +140,30 @@ func orConfig(v, c time.Duration) time.Duration {
 // own timeouts, and what the shell observed.
 type waitFacts struct {
 	st *Status
-	ov *Overrides
+	o  *Object // its Finalizer, ProviderID and Overrides
+	in *Input  // its Problem, Observer.Degraded and PredecessorTerminating
 	// created, deleted and observed are the object's creation and deletion
-	// times and the observer's Since.
+	// times and the observer's Since, as stamps.
 	created, deleted, observed Stamp
-	problem                    Problem
-	// objectInstance: the object names an instance (spec.providerID).
-	deleting, finalizer, degraded, predecessor, objectInstance bool
 }
 
-// facts returns the member's wait facts, with st and ov to hold the
-// status and overrides they point to. It writes only the fields the rule
-// reads, so a caller may reuse st and ov from member to member.
-func (m *Member) facts(st *Status, ov *Overrides) waitFacts {
+// facts returns the member's wait facts, with st, o and in to hold the
+// status, object and input they point to. It writes only the fields the
+// rule reads, so a caller may reuse them from member to member.
+func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
 	st.Phase, st.Stage, st.Flags, st.PhaseSince, st.StageSince = m.Phase, m.Stage, m.Flags, m.PhaseSince, m.StageSince
 	st.RetryAfter, st.ProviderID, st.CreationFrom = m.RetryAfter, m.ProviderID, m.CreationFrom
-	ov.CreationTimeout, ov.HealthTimeout, ov.DrainTimeout = m.CreationTimeout, m.HealthTimeout, m.DrainTimeout
-	ov.DisableHealthTimeout = m.DisableHealthTimeout
-	return waitFacts{st: st, ov: ov, created: m.CreationTime, deleted: m.DeletionTime, observed: m.ObserverSince,
-		problem: m.Problem, deleting: m.Deleting, finalizer: m.Finalizer, degraded: m.ObserverDegraded,
-		predecessor: m.PredecessorTerminating}
+	o.Finalizer, o.ProviderID = m.Finalizer, ""
+	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.CreationTimeout, m.HealthTimeout, m.DrainTimeout
+	o.Overrides.DisableHealthTimeout = m.DisableHealthTimeout
+	in.Problem, in.Observer.Degraded, in.PredecessorTerminating = m.Problem, m.ObserverDegraded, m.PredecessorTerminating
+	deleted := m.DeletionTime
+	if m.Deleting && deleted == 0 {
+		deleted = 1 // deleting since the beginning of time
+	} else if !m.Deleting {
+		deleted = 0
+	}
+	return waitFacts{st: st, o: o, in: in, created: m.CreationTime, deleted: deleted, observed: m.ObserverSince}
 }
 
 // decideWait fills the decision's Wait from the status it leaves, and
@@ -167,13 +171,11 @@ func (m *Member) facts(st *Status, ov *Overrides) waitFacts {
 // NotReady forces the drain: whatever the decision waits for, a deadline is
 // noticed when it passes.
 func (x *decider) decideWait() {
-	st, in, o := x.st, x.in, &x.in.Object
-	f := waitFacts{st: st, ov: &o.Overrides, created: x.created, deleted: x.deleted, observed: x.observed,
-		problem: in.Problem, deleting: x.deleted != 0, finalizer: o.Finalizer, degraded: in.Observer.Degraded,
-		predecessor: in.PredecessorTerminating, objectInstance: o.ProviderID != ""}
+	st := x.st
+	f := waitFacts{st: st, o: &x.in.Object, in: x.in, created: x.created, deleted: x.deleted, observed: x.observed}
 	x.d.Wait = f.wait(x.cfg, x.now)
 	at := x.d.Wait.Until
-	if f.deleting && f.st.Stage == StageDrain && f.st.Flags&flagsDrained == 0 {
+	if (f.deleted != 0) && f.st.Stage == StageDrain && f.st.Flags&flagsDrained == 0 {
 		for i := range st.Conditions {
 			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
 				at = sooner(at, c.Since.Add(x.cfg.ForceDrainAfter))
