@@ -105,3 +105,14 @@ func TestLastOperationDetailIsBounded(t *testing.T) {
 	require.LessOrEqual(t, len(d.Status.LastOp.Detail), 1024)
 	require.Less(t, len(lifecycle.Describe(&d.Status, machineName)), 4096)
 }
+
+// A deletion time at the Unix epoch is the zero stamp, which elsewhere
+// means unset; the machine is deleted all the same, and its decision waits
+// for the deletion like any other.
+func TestDeletionAtTheUnixEpochIsADeletion(t *testing.T) {
+	in := deletingInput()
+	in.Object.DeletionTime = time.Unix(0, 0)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Terminating, d.Status.Phase, d.String())
+	require.Equal(t, lifecycle.WaitDeletion, d.Wait.For, d.String())
+}

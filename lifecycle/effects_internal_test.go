@@ -11,7 +11,7 @@ import (
 // is dropped, and the decision says so.
 func TestEffectsOverflowDropsTheExtraAndSaysSo(t *testing.T) {
 	var d Decision
-	x := decider{d: &d, st: &d.Status}
+	x := decider{d: &d, waitFacts: waitFacts{st: &d.Status}}
 	for i := range MaxEffects {
 		x.nodeEffect(KindLabelNode, "node", "key", string(rune('a'+i)))
 	}

@@ -37,7 +37,7 @@ func TestObjectInLineAgreesWithEnsureObject(t *testing.T) {
 		if has(7) {
 			o.NodeLabel = node
 		}
-		x := decider{cfg: &cfg, in: &in, d: &d, st: st, phaseBefore: phase.Running}
+		x := decider{cfg: &cfg, d: &d, waitFacts: waitFacts{st: st, o: &in.Object, in: &in}, phaseBefore: phase.Running}
 		if has(8) {
 			x.phaseBefore = phase.CrashLoopBackOff
 		}

@@ -94,7 +94,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	// copied, and reading it back in 16-byte pieces right after writing
 	// it in 8-byte ones stalls store forwarding (about a tenth of a step).
 	var x decider
-	x.cfg, x.in, x.d, x.st = cfg, in, d, &d.Status
+	x.cfg, x.in, x.o, x.d, x.st = cfg, in, &in.Object, d, &d.Status
 	x.pre = pre
 	// The input's times, read once: stampIn converts those within the
 	// years a Stamp holds, exactly and cheaply; the zero time and the rest
@@ -109,6 +109,9 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	if !in.Object.DeletionTime.IsZero() { // usually zero
 		if x.deleted, ok = stampIn(in.Object.DeletionTime); !ok {
 			x.deleted = x.edge(in.Object.DeletionTime)
+		}
+		if x.deleted == 0 { // the Unix epoch itself: still deleting
+			x.deleted = 1
 		}
 	}
 	if !in.Observer.Since.IsZero() {
@@ -181,10 +184,13 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 // transition of every flow goes through its methods, so the bookkeeping
 // (phase table, stamps, sequence, op IDs, requeue) lives in one place.
 type decider struct {
+	// waitFacts holds the status (st), the object (o), the input (in) and
+	// the stamps of the object's creation and deletion times and of the
+	// observer's Since (created, deleted, observed), read once; the wait
+	// rule reads them where they are.
+	waitFacts
 	cfg     *Config
-	in      *Input
 	d       *Decision
-	st      *Status
 	now     Stamp
 	changed bool
 	ensure  bool // emit the object ensure-effects first (see ensureObject)
@@ -197,9 +203,6 @@ type decider struct {
 	opRule Rule
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
-	// created, deleted and observed are the stamps of the object's creation
-	// and deletion times and of the observer's Since, read once.
-	created, deleted, observed Stamp
 	// phaseBefore is the machine's phase when the step began.
 	phaseBefore phase.Phase
 	// badTime: a time of the input lies outside the years a Stamp holds.
@@ -500,7 +503,7 @@ func (x *decider) idle() {
 }
 
 // deleting reports whether deletion was requested.
-func (x *decider) deleting() bool { return !x.in.Object.DeletionTime.IsZero() }
+func (x *decider) deleting() bool { return x.deleted != 0 }
 
 // creationFlow reports whether the step ran the creation flow: the machine
 // had no phase or was in CrashLoopBackOff when it began. MCM writes the

@@ -172,10 +172,9 @@ func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
 // noticed when it passes.
 func (x *decider) decideWait() {
 	st := x.st
-	f := waitFacts{st: st, o: &x.in.Object, in: x.in, created: x.created, deleted: x.deleted, observed: x.observed}
-	x.d.Wait = f.wait(x.cfg, x.now)
+	x.d.Wait = x.wait(x.cfg, x.now)
 	at := x.d.Wait.Until
-	if (f.deleted != 0) && f.st.Stage == StageDrain && f.st.Flags&flagsDrained == 0 {
+	if x.deleted != 0 && st.Stage == StageDrain && st.Flags&flagsDrained == 0 {
 		for i := range st.Conditions {
 			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
 				at = sooner(at, c.Since.Add(x.cfg.ForceDrainAfter))
