@@ -63,6 +63,10 @@ case "$count" in '' | *[!0-9]* | 0)
 esac
 other_count=$((count < 5 ? count : 5))
 
+case "$out" in
+'' | /*) ;;
+*) out="$PWD/$out" ;; # -o is relative to where the script was called from
+esac
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 if [ -z "$out" ]; then
