@@ -423,7 +423,7 @@ func (e *explorer) step(in lifecycle.Input) lifecycle.Decision {
 // world's events when s is between passes.
 func (s *wState) successors(d *lifecycle.Decision, allowed Events, v Variants) []wTransition {
 	out := s.stepSuccessors(d)
-	if s.outcome == nil && s.steps == 0 {
+	if s.betweenPasses() {
 		out = append(out, s.events(allowed, v)...)
 	}
 	return out
@@ -512,6 +512,14 @@ func (e *explorer) replayPath(i int32) (wState, []string) {
 // describe shows state i for a message.
 func (e *explorer) describe(i int32, s *wState, d *lifecycle.Decision) string {
 	return fmt.Sprintf("%s: state %s\npath %s\n%s", e.x.Name, s.key(), strings.Join(e.path(i), "; "), d.String())
+}
+
+// describeState shows state i, rebuilt by replaying its path, and its
+// decision for a message.
+func (e *explorer) describeState(i int32) string {
+	s := e.replay(i)
+	d := e.step(s.input())
+	return e.describe(i, &s, &d)
 }
 
 // wQueue is a first-in first-out queue of states in chunks, so that a

@@ -118,26 +118,23 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 // what a status observed, it gives keys to add and keys to remove.
 func Metadata() *rapid.Generator[map[string]string] {
 	return rapid.Custom(func(t *rapid.T) map[string]string {
-		var m map[string]string
-		for _, k := range []struct{ key, want, other string }{{"team", "a", "b"}, {"pool", "b", "c"}} {
-			switch rapid.IntRange(0, 3).Draw(t, k.key) {
-			case 1, 2:
-				if m == nil {
-					m = map[string]string{}
-				}
-				m[k.key] = k.want
-			case 3:
-				if m == nil {
-					m = map[string]string{}
-				}
-				m[k.key] = k.other
-			}
-		}
-		if rapid.IntRange(0, 7).Draw(t, "stray key") == 0 {
+		var m map[string]string // nil while it holds no key
+		put := func(k, v string) {
 			if m == nil {
 				m = map[string]string{}
 			}
-			m["stray"] = "x"
+			m[k] = v
+		}
+		for _, k := range []struct{ key, want, other string }{{"team", "a", "b"}, {"pool", "b", "c"}} {
+			switch rapid.IntRange(0, 3).Draw(t, k.key) {
+			case 1, 2:
+				put(k.key, k.want)
+			case 3:
+				put(k.key, k.other)
+			}
+		}
+		if rapid.IntRange(0, 7).Draw(t, "stray key") == 0 {
+			put("stray", "x")
 		}
 		return m
 	})
@@ -374,54 +371,48 @@ func StatusesAfterLostWrites() *rapid.Generator[lifecycle.Status] {
 			if rapid.Bool().Draw(t, "phase start from the last update") {
 				lost.PhaseSince = newer.PhaseSince
 			}
-			bookkeeping(&st, &lost, func(string) bool { return true })
+			copyBookkeeping(&st, &lost)
 		case 1: // older
-			bookkeeping(&st, &older, func(string) bool { return true })
+			copyBookkeeping(&st, &older)
 		default: // partial, field by field
 			from := []*lifecycle.Status{&older, &lost, &newer}
-			for _, name := range bookkeepingFields {
-				src := from[rapid.IntRange(0, 2).Draw(t, name)]
-				bookkeeping(&st, src, func(f string) bool { return f == name })
+			for _, f := range bookkeeping {
+				f.copy(&st, from[rapid.IntRange(0, 2).Draw(t, f.name)])
 			}
 		}
 		return st
 	})
 }
 
-// bookkeepingFields name the fields of the lifecycle's own bookkeeping in
-// a status, as bookkeeping copies them.
-var bookkeepingFields = []string{"stage", "flags", "failures", "attempt", "seq", "stamps", "instance",
-	"generations", "metadata"}
-
-// bookkeeping copies the bookkeeping fields of src that copy reports true
-// for into st.
-func bookkeeping(st, src *lifecycle.Status, copy func(field string) bool) {
-	if copy("stage") {
-		st.Stage, st.StageSince = src.Stage, src.StageSince
-	}
-	if copy("flags") {
-		st.Flags = src.Flags
-	}
-	if copy("failures") {
-		st.Failures = src.Failures
-	}
-	if copy("attempt") {
-		st.Attempt = src.Attempt
-	}
-	if copy("seq") {
-		st.Seq = src.Seq
-	}
-	if copy("stamps") {
+// bookkeeping lists the fields of the lifecycle's own bookkeeping in a
+// status, by name, each with what copies it from src into st.
+var bookkeeping = []struct {
+	name string
+	copy func(st, src *lifecycle.Status)
+}{
+	{"stage", func(st, src *lifecycle.Status) { st.Stage, st.StageSince = src.Stage, src.StageSince }},
+	{"flags", func(st, src *lifecycle.Status) { st.Flags = src.Flags }},
+	{"failures", func(st, src *lifecycle.Status) { st.Failures = src.Failures }},
+	{"attempt", func(st, src *lifecycle.Status) { st.Attempt = src.Attempt }},
+	{"seq", func(st, src *lifecycle.Status) { st.Seq = src.Seq }},
+	{"stamps", func(st, src *lifecycle.Status) {
 		st.PhaseSince, st.RetryAfter, st.CreationFrom = src.PhaseSince, src.RetryAfter, src.CreationFrom
-	}
-	if copy("instance") {
+	}},
+	{"instance", func(st, src *lifecycle.Status) {
 		st.ProviderID, st.NodeName, st.OwnerUID = src.ProviderID, src.NodeName, src.OwnerUID
-	}
-	if copy("generations") {
+	}},
+	{"generations", func(st, src *lifecycle.Status) {
 		st.AppliedGeneration, st.RejectedGeneration = src.AppliedGeneration, src.RejectedGeneration
-	}
-	if copy("metadata") {
+	}},
+	{"metadata", func(st, src *lifecycle.Status) {
 		st.Metadata, st.MetadataObserved, st.MetadataSince = src.Metadata, src.MetadataObserved, src.MetadataSince
+	}},
+}
+
+// copyBookkeeping copies every bookkeeping field of src into st.
+func copyBookkeeping(st, src *lifecycle.Status) {
+	for _, f := range bookkeeping {
+		f.copy(st, src)
 	}
 }
 

@@ -2,6 +2,7 @@ package lifecycletest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -36,20 +37,31 @@ import (
 
 // fairGraph is the graph of fault-free transitions of an exploration: the
 // successors of state v are to[start[v]:start[v+1]], each made by kind[i];
-// a sink (an end state) has none.
+// ends holds each state's end kinds (0: not an end state), and an end state
+// is a sink: it has none.
 type fairGraph struct {
 	start []int32
 	to    []int32
 	kind  []uint8
-	sink  []bool
+	ends  []uint8
 }
 
 // out returns the range of v's transitions in to and kind.
 func (g *fairGraph) out(v int32) (lo, hi int32) {
-	if g.sink[v] {
+	if g.ends[v] != 0 {
 		return 0, 0
 	}
 	return g.start[v], g.start[v+1]
+}
+
+// kinds returns the bits of the kinds of v's transitions.
+func (g *fairGraph) kinds(v int32) uint32 {
+	var k uint32
+	lo, hi := g.out(v)
+	for i := lo; i < hi; i++ {
+		k |= 1 << g.kind[i]
+	}
+	return k
 }
 
 // tarjan is the scratch of Tarjan's algorithm over a fairGraph, reused from
@@ -173,12 +185,7 @@ func (g *fairGraph) fairCores(t *tarjan, mark []uint32, gen *uint32, comp []int3
 	}
 	var keep []int32
 	for _, v := range comp {
-		lo, hi := g.out(v)
-		var can uint32
-		for i := lo; i < hi; i++ {
-			can |= 1 << g.kind[i]
-		}
-		if can&bad == 0 {
+		if g.kinds(v)&bad == 0 {
 			keep = append(keep, v)
 		}
 	}
@@ -191,25 +198,11 @@ func (g *fairGraph) fairCores(t *tarjan, mark []uint32, gen *uint32, comp []int3
 		mark[v] = sub
 	}
 	order, bounds := g.sccs(t, keep, func(w int32) bool { return mark[w] == sub })
-	var parts [][]int32
 	for i := range len(bounds) - 1 {
-		part := order[bounds[i]:bounds[i+1]]
-		if g.cyclicWithin(part, mark, sub) {
-			parts = append(parts, part)
+		if part := order[bounds[i]:bounds[i+1]]; g.cyclic(part) {
+			g.fairCores(t, mark, gen, part, found)
 		}
 	}
-	for _, part := range parts {
-		g.fairCores(t, mark, gen, part, found)
-	}
-}
-
-// cyclicWithin is cyclic for a component of a subgraph whose nodes are
-// marked gen: a single node's transition to itself counts.
-func (g *fairGraph) cyclicWithin(comp []int32, mark []uint32, gen uint32) bool {
-	if len(comp) > 1 {
-		return true
-	}
-	return mark[comp[0]] == gen && g.cyclic(comp)
 }
 
 // liveness is what the analysis found, per state and in total.
@@ -227,11 +220,11 @@ type liveness struct {
 // state.
 func (l *liveness) live(v int32) bool { return l.passes[l.comp[v]] >= 0 }
 
-// analyse runs the liveness analysis on g: ends are the end kinds of the
-// states (0: not an end state), startsPass whether a step from a state
-// starts a pass, saturated whether every deadline of a state has passed.
-func analyse(g *fairGraph, ends []uint8, startsPass, saturated []bool) *liveness {
-	n := len(ends)
+// analyse runs the liveness analysis on g: startsPass tells whether a step
+// from a state starts a pass, saturated whether every deadline of a state
+// has passed.
+func analyse(g *fairGraph, startsPass, saturated []bool) *liveness {
+	n := len(g.ends)
 	t := newTarjan(n)
 	nodes := make([]int32, n)
 	for i := range nodes {
@@ -252,8 +245,8 @@ func analyse(g *fairGraph, ends []uint8, startsPass, saturated []bool) *liveness
 		members := order[bounds[c]:bounds[c+1]]
 		reach, passes := uint8(0), int32(-1)
 		for _, v := range members {
-			if ends[v] != 0 {
-				reach, passes = reach|ends[v], max(passes, 0)
+			if g.ends[v] != 0 {
+				reach, passes = reach|g.ends[v], max(passes, 0)
 			}
 			lo, hi := g.out(v)
 			for i := lo; i < hi; i++ {
@@ -313,9 +306,7 @@ func (g *fairGraph) path(from int32, within, to func(int32) bool) (hops []int32,
 						break
 					}
 				}
-				for a, b := 0, len(hops)-1; a < b; a, b = a+1, b-1 {
-					hops[a], hops[b] = hops[b], hops[a]
-				}
+				slices.Reverse(hops)
 				return hops, true
 			}
 			queue = append(queue, w)
@@ -324,18 +315,10 @@ func (g *fairGraph) path(from int32, within, to func(int32) bool) (hops []int32,
 	return nil, false
 }
 
-// from returns the state transition i leaves.
+// from returns the state transition i leaves: the last v with start[v] <= i.
 func (g *fairGraph) from(i int32) int32 {
-	lo, hi := 0, len(g.start)-1
-	for lo < hi { // the last v with start[v] <= i
-		m := (lo + hi + 1) / 2
-		if g.start[m] <= i {
-			lo = m
-		} else {
-			hi = m - 1
-		}
-	}
-	return int32(lo)
+	v, _ := slices.BinarySearch(g.start, i+1)
+	return int32(v - 1)
 }
 
 // kindsString lists the kinds of bits k.
@@ -354,20 +337,15 @@ func kindsString(k uint32) string {
 // Unexpected counts, with the first three states of each described.
 func (e *explorer) checkLiveness(rep *Report) {
 	n := len(e.ends)
-	g := &fairGraph{start: e.edgeStart, to: e.edgeTo, kind: e.edgeKind, sink: make([]bool, n)}
-	for i, k := range e.ends {
-		g.sink[i] = k != 0
-	}
-	l := analyse(g, e.ends, e.startsPass, e.saturated)
+	g := &fairGraph{start: e.edgeStart, to: e.edgeTo, kind: e.edgeKind, ends: e.ends}
+	l := analyse(g, e.startsPass, e.saturated)
 	rep.Passes = l.maxPass
 	for i := range int32(n) {
 		if l.live(i) {
 			continue
 		}
 		if rep.Stuck < 3 {
-			s := e.replay(i)
-			d := e.step(s.input())
-			rep.StuckStates = append(rep.StuckStates, e.describe(i, &s, &d))
+			rep.StuckStates = append(rep.StuckStates, e.describeState(i))
 		}
 		rep.Stuck++
 	}
@@ -384,27 +362,20 @@ func (e *explorer) checkLiveness(rep *Report) {
 			if at < 0 && e.saturated[v] {
 				at = v
 			}
-			lo, hi := g.out(v)
-			for i := lo; i < hi; i++ {
-				can |= 1 << g.kind[i]
-			}
+			can |= g.kinds(v)
 		}
 		hops, _ := g.path(at, func(w int32) bool { return in[w] }, func(w int32) bool { return w == at })
-		s := e.replay(at)
-		d := e.step(s.input())
 		rep.LivelockStates = append(rep.LivelockStates, fmt.Sprintf(
 			"%s\na fair cycle of %d states that avoids every end state, with every deadline passed here; "+
 				"its transitions are of kinds %s; once round: %s",
-			e.describe(at, &s, &d), len(core), kindsString(can), strings.Join(e.labels(at, hops), "; ")))
+			e.describeState(at), len(core), kindsString(can), strings.Join(e.labels(at, hops), "; ")))
 	}
 	// unexpected counts state v and describes it, with what msg says, while
 	// fewer than three are.
 	unexpected := func(v int32, msg func() string) {
 		rep.Unexpected++
 		if len(rep.UnexpectedStates) < 3 {
-			s := e.replay(v)
-			d := e.step(s.input())
-			rep.UnexpectedStates = append(rep.UnexpectedStates, e.describe(v, &s, &d)+"\n"+msg())
+			rep.UnexpectedStates = append(rep.UnexpectedStates, e.describeState(v)+"\n"+msg())
 		}
 	}
 	for v := range int32(n) {

@@ -23,7 +23,7 @@ type tGraph struct {
 }
 
 func (tg tGraph) analyse() (*fairGraph, *liveness) {
-	g := &fairGraph{start: make([]int32, tg.n+1), sink: make([]bool, tg.n)}
+	g := &fairGraph{start: make([]int32, tg.n+1), ends: make([]uint8, tg.n)}
 	edges := slices.Clone(tg.edges)
 	slices.SortStableFunc(edges, func(a, b tEdge) int { return int(a.from - b.from) })
 	for _, e := range edges {
@@ -34,9 +34,8 @@ func (tg tGraph) analyse() (*fairGraph, *liveness) {
 	for i := range tg.n {
 		g.start[i+1] += g.start[i]
 	}
-	ends := make([]uint8, tg.n)
 	for v, k := range tg.ends {
-		ends[v], g.sink[v] = k, true
+		g.ends[v] = k
 	}
 	startsPass, saturated := make([]bool, tg.n), make([]bool, tg.n)
 	for i := range tg.n {
@@ -45,7 +44,7 @@ func (tg tGraph) analyse() (*fairGraph, *liveness) {
 	for _, v := range tg.saturated {
 		saturated[v] = true
 	}
-	return g, analyse(g, ends, startsPass, saturated)
+	return g, analyse(g, startsPass, saturated)
 }
 
 // A loop whose only way out is a choice the world may never make (a step

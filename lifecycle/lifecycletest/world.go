@@ -307,17 +307,13 @@ func (s *wState) saturated(k wKey) bool {
 func (s *wState) betweenPasses() bool { return s.outcome == nil && s.steps == 0 }
 
 // wantedEnd returns the end a start state s should reach by some
-// fault-free path, under variants v: gone once its deletion was requested,
-// Failed for a machine already Failed, else Running (Available without a
-// target cluster).
+// fault-free path, under variants v: of its expected ends, the one a
+// timeout does not bring (gone once its deletion was requested, else
+// Running, or Available without a target cluster), and Failed for a
+// machine already Failed.
 func (s *wState) wantedEnd(v Variants) uint8 {
-	switch {
-	case s.gone || !s.obj.DeletionTime.IsZero():
-		return endGone
-	case s.st.Phase == phase.Failed:
-		return endFailed
-	case v&VariantNoTargetCluster != 0:
-		return endAvailable
+	if e := s.expectedEnds(v); e != endFailed {
+		return e &^ endFailed
 	}
-	return endRunning
+	return endFailed
 }
