@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -202,7 +203,7 @@ func adoptionPageText(as []adoption) string {
 			for _, op := range order {
 				joined := false
 				for i, g := range groups {
-					if sameBehaviour(byOp[g[0]], byOp[op]) {
+					if maps.Equal(byOp[g[0]], byOp[op]) {
 						groups[i] = append(g, op)
 						joined = true
 						break
@@ -235,18 +236,6 @@ func adoptionPageText(as []adoption) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", w.row, w.typ, w.state, w.code, cell(w.desc), descID(desc))
 	}
 	return b.String()
-}
-
-func sameBehaviour(a, b map[variant]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for v, x := range a {
-		if b[v] != x {
-			return false
-		}
-	}
-	return true
 }
 
 func phaseLabel(p v1alpha1.MachinePhase) string {

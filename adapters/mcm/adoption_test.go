@@ -34,12 +34,6 @@ const (
 	xNode = "node-1"
 )
 
-var (
-	xCreated = time.Date(2026, 8, 19, 9, 50, 0, 0, time.UTC)
-	xEntered = time.Date(2026, 8, 19, 9, 55, 0, 0, time.UTC) // currentStatus.lastUpdateTime, the deletion time
-	xNow     = time.Date(2026, 8, 19, 10, 0, 0, 0, time.UTC) // the first pass
-)
-
 // mcmWrite is one LastOperation MCM writes: the row of its decision tables
 // that writes it, the record, and the phases MCM writes it with.
 type mcmWrite struct {
@@ -83,7 +77,7 @@ var drivenPhases = []v1alpha1.MachinePhase{pNone, pPending, pAvailable, pRunning
 // unhealthyText is how MCM prints the node conditions of an unhealthy
 // machine into its H4 and T4 texts.
 var unhealthyText = lastop.FormatConditions([]lastop.NodeCondition{{Type: "Ready", Status: "False",
-	LastHeartbeatTime: xEntered, LastTransitionTime: xEntered, Reason: "KubeletNotReady", Message: "PLEG is not healthy"}})
+	LastHeartbeatTime: entered, LastTransitionTime: entered, Reason: "KubeletNotReady", Message: "PLEG is not healthy"}})
 
 // mcmWrites are the LastOperations MCM writes, with its exact texts (those
 // lastop renders, filled with sample errors), and the empty one of a
@@ -188,11 +182,7 @@ type adoptionCase struct {
 }
 
 func (c adoptionCase) String() string {
-	ph := string(c.phase)
-	if ph == "" {
-		ph = "None"
-	}
-	return fmt.Sprintf("%s/%s/pid=%v/label=%v/annotation=%s/deleting=%v", ph, c.op.row, c.pid, c.label, c.ann, c.deleting)
+	return fmt.Sprintf("%s/%s/pid=%v/label=%v/annotation=%s/deleting=%v", phaseLabel(c.phase), c.op.row, c.pid, c.label, c.ann, c.deleting)
 }
 
 // adoptionCases is the cross product: every phase × every MCM write ×
@@ -319,11 +309,9 @@ func (c adoptionCase) nodeExists() bool {
 func (c adoptionCase) conditions() []corev1.NodeCondition {
 	switch c.phase {
 	case pRunning, v1alpha1.MachineInPlaceUpdating, v1alpha1.MachineInPlaceUpdateSuccessful:
-		return []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			LastTransitionTime: metav1.NewTime(xCreated.Add(2 * time.Minute)), Reason: "KubeletReady"}}
+		return readyNode().Status.Conditions
 	case pUnknown, pFailed, v1alpha1.MachineInPlaceUpdateFailed:
-		return []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: metav1.NewTime(xEntered),
-			LastTransitionTime: metav1.NewTime(xEntered), Reason: "KubeletNotReady", Message: "PLEG is not healthy"}}
+		return notReady(entered)
 	}
 	return nil
 }
@@ -332,7 +320,7 @@ func (c adoptionCase) conditions() []corev1.NodeCondition {
 func (c adoptionCase) mcmFields() *v1alpha1.Machine {
 	m := &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Name: xName, Namespace: "shoot--p--c", UID: xUID,
-			CreationTimestamp: metav1.NewTime(xCreated),
+			CreationTimestamp: metav1.NewTime(created),
 			Finalizers:        []string{lifecycle.Finalizer},
 			Labels:            map[string]string{"name": "worker"},
 		},
@@ -347,16 +335,16 @@ func (c adoptionCase) mcmFields() *v1alpha1.Machine {
 		m.Annotations = map[string]string{lifecycle.PriorityAnnotation: "3"}
 	}
 	if c.deleting {
-		at := metav1.NewTime(xEntered)
+		at := metav1.NewTime(entered)
 		m.DeletionTimestamp = &at
 	}
 	m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: c.phase, TimeoutActive: c.phase == pPending}
 	if c.phase != pNone {
-		m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(xEntered)
+		m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(entered)
 	}
 	if c.op.row != "none" {
 		m.Status.LastOperation = v1alpha1.LastOperation{Description: c.op.desc, ErrorCode: c.op.code, State: c.op.state,
-			Type: c.op.typ, LastUpdateTime: metav1.NewTime(xEntered.Add(time.Minute))}
+			Type: c.op.typ, LastUpdateTime: metav1.NewTime(entered.Add(time.Minute))}
 	}
 	m.Status.Conditions = c.conditions()
 	return m
@@ -431,7 +419,7 @@ func (c adoptionCase) machine() (*v1alpha1.Machine, error) {
 	// The lifecycle's own machine in this state.
 	own := st
 	own.Stage, own.Flags = c.ownStage()
-	own.StageSince = lifecycle.StampOf(xEntered.Add(30 * time.Second))
+	own.StageSince = lifecycle.StampOf(entered.Add(30 * time.Second))
 	own.Attempt, own.Seq = 1, 6
 	if own.Stage == lifecycle.StageCreating {
 		own.ProviderID, own.NodeName = "", ""
@@ -443,7 +431,7 @@ func (c adoptionCase) machine() (*v1alpha1.Machine, error) {
 	case annStale:
 		// Written when the machine was Running; MCM wrote its status since.
 		own = lifecycle.Status{Phase: phase.Running, Stage: lifecycle.StageNone, Attempt: 3, Seq: 40,
-			PhaseSince: lifecycle.StampOf(xCreated.Add(3 * time.Minute)), ProviderID: xPID, NodeName: xNode,
+			PhaseSince: lifecycle.StampOf(created.Add(3 * time.Minute)), ProviderID: xPID, NodeName: xNode,
 			LastOp: lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined}}
 		fields = m.DeepCopy()
 		fields.Status.CurrentStatus.Phase = pRunning
@@ -459,16 +447,17 @@ func (c adoptionCase) machine() (*v1alpha1.Machine, error) {
 		// last operation.
 		own.Stage, own.Flags = earlier(own.Stage, own.Flags)
 		own.Seq--
-		if own.Stage == lifecycle.StageCreating || (own.Stage == lifecycle.StageNone && c.ownStageIsCreation()) {
+		beforeCreation := own.Stage == lifecycle.StageNone && c.ownStageIsCreation()
+		if own.Stage == lifecycle.StageCreating || beforeCreation {
 			own.ProviderID, own.NodeName = "", ""
 		}
-		if own.Stage == lifecycle.StageNone && c.ownStageIsCreation() {
+		if beforeCreation {
 			own.Attempt = 0
 		}
 		fields = m
 	}
 	written := m.DeepCopy()
-	ApplyStatus(own, written, xEntered.Add(30*time.Second))
+	ApplyStatus(own, written, entered.Add(30*time.Second))
 	var s state
 	if err := json.Unmarshal([]byte(written.Annotations[StateAnnotation]), &s); err != nil {
 		return nil, err
@@ -606,10 +595,10 @@ func TestAdoptionReadsEveryMCMState(t *testing.T) {
 			require.Equal(t, map[bool]string{true: xPID}[c.pid], st.ProviderID, c.String())
 			require.Equal(t, uint32(map[annotation]int{annAbsent: 0, annStale: 3}[c.ann]), st.Attempt, "%s: the attempt of a stale annotation is kept", c)
 			if c.phase != pNone {
-				require.Equal(t, lifecycle.StampOf(xEntered), st.PhaseSince, c.String())
+				require.Equal(t, lifecycle.StampOf(entered), st.PhaseSince, c.String())
 			}
 			again := viaJSON(t, m)
-			ApplyStatus(st, again, xNow)
+			ApplyStatus(st, again, adoptedAt)
 			require.Equal(t, viaJSON(t, m).Status, viaJSON(t, again).Status, "%s: persisting changes MCM's fields", c)
 		case annCurrent:
 			require.Equal(t, stage, st.Stage, c.String())
@@ -620,7 +609,7 @@ func TestAdoptionReadsEveryMCMState(t *testing.T) {
 			require.Equal(t, uint32(5), st.Seq, c.String())
 		}
 		again := m.DeepCopy()
-		ApplyStatus(st, again, xNow)
+		ApplyStatus(st, again, adoptedAt)
 		back, err := StatusFrom(viaJSON(t, again))
 		require.NoError(t, err, c.String())
 		require.Equal(t, st, back, c.String())
@@ -653,7 +642,7 @@ func stepNodes() []lifecycle.Node {
 	healthy := NodeFrom(healthyNode())
 	unhealthy := healthy
 	unhealthy.Conditions = []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: lifecycle.ConditionFalse,
-		Since: lifecycle.StampOf(xCreated), Reason: "KubeletNotReady"}}
+		Since: lifecycle.StampOf(created), Reason: "KubeletNotReady"}}
 	bare := healthy
 	bare.Conditions = nil
 	tainted := healthy
@@ -743,7 +732,7 @@ func TestAdoptionFirstStepsKeepEveryPromise(t *testing.T) {
 		require.NoError(t, err)
 		st, err := StatusFrom(viaJSON(t, m))
 		require.NoError(t, err, c.String())
-		base := lifecycle.Input{Now: xNow, Object: ObjectFrom(m), Status: st}
+		base := lifecycle.Input{Now: adoptedAt, Object: ObjectFrom(m), Status: st}
 		step := func(cfg lifecycle.Config, in lifecycle.Input) lifecycle.Decision {
 			steps++
 			d, err := stepChecked(cfg, in)
@@ -756,13 +745,13 @@ func TestAdoptionFirstStepsKeepEveryPromise(t *testing.T) {
 		cfgs[1].NoTargetCluster = !cfgs[1].NoTargetCluster
 		for _, cfg := range cfgs {
 			for _, n := range nodes {
-				for _, ob := range []lifecycle.Observer{{}, {Degraded: true, Since: xNow.Add(-time.Minute)}, {Since: xNow.Add(-time.Minute)}} {
+				for _, ob := range []lifecycle.Observer{{}, {Degraded: true, Since: adoptedAt.Add(-time.Minute)}, {Since: adoptedAt.Add(-time.Minute)}} {
 					for _, grant := range []bool{false, true} {
-						for _, now := range []time.Time{xNow, xNow.Add(3 * time.Hour)} {
+						for _, now := range []time.Time{adoptedAt, adoptedAt.Add(3 * time.Hour)} {
 							in := base
 							in.Node, in.Observer, in.Grant.Fail, in.Now = n, ob, grant, now
 							d := step(cfg, in)
-							if now != xNow || ob != (lifecycle.Observer{}) || !grant || d.Effects.Len() == 0 {
+							if now != adoptedAt || ob != (lifecycle.Observer{}) || !grant || d.Effects.Len() == 0 {
 								continue
 							}
 							for _, o := range stepOutcomes(&d) {
@@ -822,7 +811,7 @@ func TestAdoptionPropertyKeepsEveryPromise(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
-		now := xNow
+		now := adoptedAt
 		var out *lifecycle.Outcome
 		for range rapid.IntRange(1, 8).Draw(t, "steps") {
 			now = now.Add(lifecycletest.Durations().Draw(t, "later") / 4)

@@ -9,11 +9,9 @@ import (
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
-	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -44,7 +42,7 @@ type world struct {
 }
 
 func newWorld(c adoptionCase, m *v1alpha1.Machine) *world {
-	w := &world{cfg: c.config(), machine: m, vm: c.vmExists(), now: xNow,
+	w := &world{cfg: c.config(), machine: m, vm: c.vmExists(), now: adoptedAt,
 		token:        !c.noTargetCluster() && (c.phase == pPending || c.phase == pNone || c.phase == pCrashLoop),
 		nodeUnproven: c.nodeExists() && !c.vmExists() && !c.pid && !c.label}
 	if c.nodeExists() {
@@ -55,13 +53,10 @@ func newWorld(c adoptionCase, m *v1alpha1.Machine) *world {
 
 // healthyNode is the instance's node, as its kubelet registered it.
 func healthyNode() *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: xNode, Labels: map[string]string{lifecycle.MachineNameLabel: xName},
-			Finalizers: []string{lifecycle.NodeFinalizer}},
-		Spec: corev1.NodeSpec{ProviderID: xPID},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			LastTransitionTime: metav1.NewTime(xCreated.Add(2 * time.Minute)), Reason: "KubeletReady"}}},
-	}
+	n := readyNode() // named xNode
+	n.Labels[lifecycle.MachineNameLabel] = xName
+	n.Spec.ProviderID = xPID
+	return n
 }
 
 // GetMachineStatus implements driverapi.Driver.
@@ -224,10 +219,10 @@ func (w *world) pass() (p passResult) {
 	in := w.observe()
 	in.Status = st
 	for i := range lifecycle.MaxStepsPerPass {
-		d := lifecycle.Step(w.cfg, in)
+		d, err := stepChecked(w.cfg, in)
 		p.decisions = append(p.decisions, d)
-		if err := lifecycletest.Check(&w.cfg, &in, &d); err != nil {
-			p.err = fmt.Errorf("%w\n%s", err, d.String())
+		if err != nil {
+			p.err = err
 			return p
 		}
 		if d.Status.Phase == phase.Failed && in.Status.Phase != phase.Failed {

@@ -1,6 +1,7 @@
 package mcm
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,11 +121,12 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 	if n == nil {
 		return lifecycle.Node{}
 	}
+	conditions, _ := conditionsFrom(n.Status.Conditions, nil) // a time out of range reads as unset
 	out := lifecycle.Node{
 		Name:            n.Name,
 		ProviderID:      n.Spec.ProviderID,
 		MachineName:     n.Labels[lifecycle.MachineNameLabel],
-		Conditions:      conditionsFrom(n.Status.Conditions, nil),
+		Conditions:      conditions,
 		Deleting:        n.DeletionTimestamp != nil,
 		VolumesAttached: len(n.Status.VolumesAttached),
 	}
@@ -143,46 +145,35 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 // Since is the lastTransitionTime; nanos, when it has one entry per
 // condition, restores the sub-second part that the API's JSON (whole
 // seconds) drops. A transition time outside the years a stamp holds gives
-// an unset Since (StatusFrom refuses it before, with conditionsTimes). The
-// heartbeat time is not kept.
-func conditionsFrom(cs []corev1.NodeCondition, nanos []int32) []lifecycle.Condition {
+// an unset Since, and the error names the first such time (StatusFrom
+// refuses it, NodeFrom reads it as unset). The heartbeat time is not kept.
+func conditionsFrom(cs []corev1.NodeCondition, nanos []int32) ([]lifecycle.Condition, error) {
 	if len(cs) == 0 {
-		return nil
+		return nil, nil
 	}
-	times := conditionsTimes(cs, nanos)
-	out := make([]lifecycle.Condition, len(cs))
-	for i, c := range cs {
-		t := times[i]
-		if !lifecycle.InStampRange(t) {
-			t = time.Time{}
-		}
-		out[i] = lifecycle.Condition{
-			Type:    string(c.Type),
-			Status:  conditionStatus(c.Status),
-			Since:   lifecycle.StampOf(t),
-			Reason:  c.Reason,
-			Message: c.Message,
-		}
-	}
-	return out
-}
-
-// conditionsTimes returns the transition times of cs, with the sub-second
-// parts of nanos restored when it has one entry per condition (see
-// conditionsFrom).
-func conditionsTimes(cs []corev1.NodeCondition, nanos []int32) []time.Time {
 	if len(nanos) != len(cs) {
 		nanos = nil
 	}
-	out := make([]time.Time, len(cs))
+	var bad error
+	out := make([]lifecycle.Condition, len(cs))
 	for i, c := range cs {
 		t := c.LastTransitionTime.Time
 		if nanos != nil && !t.IsZero() {
 			t = t.Truncate(time.Second).Add(time.Duration(nanos[i]))
 		}
-		out[i] = t
+		since, err := stampOf(t)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("status.conditions[%d].lastTransitionTime: %w", i, err)
+		}
+		out[i] = lifecycle.Condition{
+			Type:    string(c.Type),
+			Status:  conditionStatus(c.Status),
+			Since:   since,
+			Reason:  c.Reason,
+			Message: c.Message,
+		}
 	}
-	return out
+	return out, bad
 }
 
 // conditionStatus reads Kubernetes' status text; anything but True and

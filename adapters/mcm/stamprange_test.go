@@ -39,15 +39,29 @@ func TestStatusFromRefusesTimesOutOfStampRange(t *testing.T) {
 		}, m, adoptedAt)
 		return m
 	}
-	// adopted is a machine MCM wrote, with a mirrored condition.
-	adopted := func() *v1alpha1.Machine {
-		return withConditions(notReady(entered), mcmMachine(v1alpha1.MachineUnknown, v1alpha1.MachineOperationHealthCheck,
-			v1alpha1.MachineStateProcessing, "", "Node object went missing. Machine m-1 is unhealthy - changing MachinePhase to Unknown"))
-	}
-	annotated := func(field, value string) func() *v1alpha1.Machine {
+	// withAnnotation is the written machine with an annotation holding
+	// members (JSON) and the current check.
+	withAnnotation := func(members string) func() *v1alpha1.Machine {
 		return func() *v1alpha1.Machine {
 			m := written()
-			m.Annotations[StateAnnotation] = `{"` + field + `":"` + value + `","check":"` + check(m) + `"}`
+			m.Annotations[StateAnnotation] = `{` + members + `,"check":"` + check(m) + `"}`
+			return m
+		}
+	}
+	annotated := func(field, value string) func() *v1alpha1.Machine {
+		return withAnnotation(`"` + field + `":"` + value + `"`)
+	}
+	// mcmSince is a machine MCM wrote, with a mirrored condition, its
+	// phase entered at at.
+	mcmSince := func(at time.Time) func() *v1alpha1.Machine {
+		return func() *v1alpha1.Machine { return unknownSince(at) }
+	}
+	// transition is the machine of base with its condition's transition
+	// at at.
+	transition := func(base func() *v1alpha1.Machine, at time.Time) func() *v1alpha1.Machine {
+		return func() *v1alpha1.Machine {
+			m := base()
+			m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
 			return m
 		}
 	}
@@ -65,53 +79,20 @@ func TestStatusFromRefusesTimesOutOfStampRange(t *testing.T) {
 		{"annotation phaseSince at the largest stamp, which saturation gives", annotated("phaseSince", rfc(stampMax))},
 		{"annotation phaseSince at the smallest stamp, which saturation gives", annotated("phaseSince", rfc(stampMin))},
 		{"annotation in the year 10000", annotated("retryAfter", "10000-01-01T00:00:00Z")},
-		{"annotation condition nanoseconds above a second", func() *v1alpha1.Machine {
-			m := written()
-			m.Annotations[StateAnnotation] = `{"conditionNanos":[1000000000],"check":"` + check(m) + `"}`
-			return m
-		}},
-		{"annotation condition nanoseconds negative", func() *v1alpha1.Machine {
-			m := written()
-			m.Annotations[StateAnnotation] = `{"conditionNanos":[-1],"check":"` + check(m) + `"}`
-			return m
-		}},
-		{"annotation condition nanoseconds past the largest stamp", func() *v1alpha1.Machine {
-			m := written()
-			m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(stampMax.Truncate(time.Second))
-			m.Annotations[StateAnnotation] = `{"conditionNanos":[999999999],"check":"` + check(m) + `"}`
-			return m
-		}},
-		{"condition transition in the year 3000, annotation current", func() *v1alpha1.Machine {
-			m := written()
-			m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(late)
-			return m
-		}},
-		{"MCM's lastUpdateTime in the year 3000", func() *v1alpha1.Machine {
-			m := adopted()
-			m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(late)
-			return m
-		}},
-		{"MCM's lastUpdateTime in the year 1600", func() *v1alpha1.Machine {
-			m := adopted()
-			m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(early)
-			return m
-		}},
+		{"annotation condition nanoseconds above a second", withAnnotation(`"conditionNanos":[1000000000]`)},
+		{"annotation condition nanoseconds negative", withAnnotation(`"conditionNanos":[-1]`)},
+		{"annotation condition nanoseconds past the largest stamp",
+			transition(withAnnotation(`"conditionNanos":[999999999]`), stampMax.Truncate(time.Second))},
+		{"condition transition in the year 3000, annotation current", transition(written, late)},
+		{"MCM's lastUpdateTime in the year 3000", mcmSince(late)},
+		{"MCM's lastUpdateTime in the year 1600", mcmSince(early)},
 		{"MCM's lastUpdateTime in the year 3000, annotation stale", func() *v1alpha1.Machine {
-			m := adopted()
-			m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(late)
+			m := unknownSince(late)
 			m.Annotations[StateAnnotation] = `{"attempt":2,"check":"00000000"}`
 			return m
 		}},
-		{"MCM's condition transition in the year 1600", func() *v1alpha1.Machine {
-			m := adopted()
-			m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(early)
-			return m
-		}},
-		{"MCM's condition transition at the smallest stamp", func() *v1alpha1.Machine {
-			m := adopted()
-			m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(stampMin)
-			return m
-		}},
+		{"MCM's condition transition in the year 1600", transition(mcmSince(entered), early)},
+		{"MCM's condition transition at the smallest stamp", transition(mcmSince(entered), stampMin)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +119,6 @@ func TestStatusFromAcceptsTheWholeStampRange(t *testing.T) {
 	// MCM's fields carry whole seconds.
 	for _, at := range []time.Time{stampMax.Truncate(time.Second), stampMin.Truncate(time.Second).Add(time.Second)} {
 		m := unknownSince(at)
-		m.Status.Conditions = notReady(entered)
 		m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
 		st, err := StatusFrom(viaJSON(t, m))
 		require.NoError(t, err, "%v", at)
@@ -147,11 +127,11 @@ func TestStatusFromAcceptsTheWholeStampRange(t *testing.T) {
 	}
 }
 
-// unknownSince returns an Unknown machine MCM wrote, its phase entered at
-// at.
+// unknownSince returns an Unknown machine MCM wrote, with the NotReady
+// condition it mirrored, its phase entered at at.
 func unknownSince(at time.Time) *v1alpha1.Machine {
-	m := mcmMachine(v1alpha1.MachineUnknown, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateProcessing, "",
-		"Node object went missing. Machine m-1 is unhealthy - changing MachinePhase to Unknown")
+	m := withConditions(notReady(entered), mcmMachine(v1alpha1.MachineUnknown, v1alpha1.MachineOperationHealthCheck,
+		v1alpha1.MachineStateProcessing, "", "Node object went missing. Machine m-1 is unhealthy - changing MachinePhase to Unknown"))
 	m.Status.CurrentStatus.LastUpdateTime = metav1.NewTime(at)
 	return m
 }

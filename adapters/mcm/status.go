@@ -253,12 +253,9 @@ func adopt(m *v1alpha1.Machine) (lifecycle.Status, error) {
 	if err != nil {
 		return lifecycle.Status{}, err
 	}
-	since := m.Status.CurrentStatus.LastUpdateTime.Time
-	if !lifecycle.InStampRange(since) {
-		return lifecycle.Status{}, fmt.Errorf("%w: machine %s: currentStatus.lastUpdateTime: %v",
-			ErrInvalidState, m.Name, outOfRange(since))
+	if st.PhaseSince, err = stampOf(m.Status.CurrentStatus.LastUpdateTime.Time); err != nil {
+		return lifecycle.Status{}, fmt.Errorf("%w: machine %s: currentStatus.lastUpdateTime: %v", ErrInvalidState, m.Name, err)
 	}
-	st.PhaseSince = lifecycle.StampOf(since)
 	st.ProviderID = m.Spec.ProviderID
 	st.NodeName = m.Labels[lifecycle.NodeLabel]
 	if st.NodeName == "" {
@@ -294,13 +291,9 @@ func fromMCM(m *v1alpha1.Machine, nanos []int32) (st lifecycle.Status, args last
 		Type:           typ,
 	})
 	st.LastKnownState = m.Status.LastKnownState
-	for i, c := range conditionsTimes(m.Status.Conditions, nanos) {
-		if !lifecycle.InStampRange(c) {
-			return st, args, fmt.Errorf("%w: machine %s: status.conditions[%d].lastTransitionTime: %v",
-				ErrInvalidState, m.Name, i, outOfRange(c))
-		}
+	if st.Conditions, err = conditionsFrom(m.Status.Conditions, nanos); err != nil {
+		return st, args, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
 	}
-	st.Conditions = conditionsFrom(m.Status.Conditions, nanos)
 	if len(m.Status.Addresses) > 0 {
 		st.Addresses = make([]driverapi.Address, len(m.Status.Addresses))
 		for i, a := range m.Status.Addresses {
@@ -441,15 +434,16 @@ func parseStamp(text string) (lifecycle.Stamp, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !lifecycle.InStampRange(t) {
-		return 0, outOfRange(t)
-	}
-	return lifecycle.StampOf(t), nil
+	return stampOf(t)
 }
 
-// outOfRange is the error of a time outside the years a stamp holds.
-func outOfRange(t time.Time) error {
-	return fmt.Errorf("time %s is outside the years a stamp holds (1678 to 2262)", t.Format(time.RFC3339Nano))
+// stampOf returns the stamp of t, or an error when t lies outside the years
+// a stamp holds ([lifecycle.InStampRange]), where StampOf saturates.
+func stampOf(t time.Time) (lifecycle.Stamp, error) {
+	if !lifecycle.InStampRange(t) {
+		return 0, fmt.Errorf("time %s is outside the years a stamp holds (1678 to 2262)", t.Format(time.RFC3339Nano))
+	}
+	return lifecycle.StampOf(t), nil
 }
 
 // stageText names a stage; StageNone is left out.
