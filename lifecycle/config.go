@@ -232,12 +232,9 @@ func (k *Checked) Valid() bool { return k.pre.valid }
 
 // valid is Validate without building errors, for the hot path.
 func (c *Config) valid() bool {
-	// A duration d is within 1..MaxTimeout exactly when d-1, unsigned, is
-	// below MaxTimeout.
-	if uint64(c.CreationTimeout-1) >= uint64(MaxTimeout) || uint64(c.HealthTimeout-1) >= uint64(MaxTimeout) ||
-		uint64(c.DrainTimeout-1) >= uint64(MaxTimeout) || uint64(c.WaitCheck-1) >= uint64(MaxTimeout) ||
-		uint64(c.ForceDrainAfter-1) >= uint64(MaxTimeout) || uint64(c.ForcedDrainTimeout-1) >= uint64(MaxTimeout) ||
-		uint64(c.EvictRetryInterval-1) >= uint64(MaxTimeout) {
+	if !timeoutInRange(c.CreationTimeout) || !timeoutInRange(c.HealthTimeout) || !timeoutInRange(c.DrainTimeout) ||
+		!timeoutInRange(c.WaitCheck) || !timeoutInRange(c.ForceDrainAfter) || !timeoutInRange(c.ForcedDrainTimeout) ||
+		!timeoutInRange(c.EvictRetryInterval) {
 		return false
 	}
 	if c.MaxEvictRetries < 0 || c.ForcedEvictRetries < 0 || c.PredecessorWait < 0 || c.PredecessorWait > MaxTimeout ||
@@ -255,6 +252,12 @@ func (c *Config) valid() bool {
 	p := &c.Retry // retry.Policy.Validate's checks, without building an error
 	return p.ResourceExhausted >= 0 && p.ResourceExhausted <= retry.MaxPeriod && p.MaxBackoff >= 0 &&
 		p.MaxBackoff <= retry.MaxPeriod && p.JitterPercent >= 0 && p.JitterPercent <= 100
+}
+
+// timeoutInRange reports whether d lies within 1..MaxTimeout: exactly
+// when d-1, unsigned, is below MaxTimeout, one comparison.
+func timeoutInRange(d time.Duration) bool {
+	return uint64(d-1) < uint64(MaxTimeout)
 }
 
 // creationTimeout is the effective creation timeout of the object.

@@ -67,12 +67,6 @@ func (x *decider) lateButJoined() bool {
 	return n != nil && x.healthy(n.Conditions)
 }
 
-// creationStart is when the creation timeout starts counting: the object's
-// creation time, or the end of a wait for an older incarnation of its name.
-func (x *decider) creationStart() Stamp {
-	return later(x.created, x.st.CreationFrom)
-}
-
 // awaitPredecessor holds the creation of a new incarnation of a name while
 // an older one is still terminating (Input.PredecessorTerminating): its
 // lookup by name, the next step, would find the older incarnation's
@@ -87,12 +81,8 @@ func (x *decider) awaitPredecessor() bool {
 	if st.Stage != StageNone || x.ref().ProviderID != "" || o.CreationTime.IsZero() {
 		return false
 	}
-	bound := x.predecessorBound()
-	if x.in.PredecessorTerminating && x.now < bound {
+	if x.holdForPredecessor() {
 		x.ensure = true
-		x.rule(RuleCreateAwaitPredecessor)
-		set(x, &st.CreationFrom, bound)
-		x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the bound
 		return true
 	}
 	if st.CreationFrom > x.now {
@@ -103,9 +93,19 @@ func (x *decider) awaitPredecessor() bool {
 	return false
 }
 
-// predecessorBound is the latest a wait for an older incarnation ends.
-func (x *decider) predecessorBound() Stamp {
-	return x.created.Add(x.cfg.predecessorWait(&x.in.Object))
+// holdForPredecessor makes the machine wait while an older incarnation of
+// its name is still terminating and the wait's bound lies ahead: the
+// creation timeout counts from the bound at the earliest
+// (Status.CreationFrom). It reports whether the machine waits.
+func (x *decider) holdForPredecessor() bool {
+	bound := x.predecessorBound(x.cfg)
+	if !x.in.PredecessorTerminating || x.now >= bound {
+		return false
+	}
+	x.rule(RuleCreateAwaitPredecessor)
+	set(x, &x.st.CreationFrom, bound)
+	x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the bound
+	return true
 }
 
 // creating reports whether the machine is still being created: no phase
@@ -281,12 +281,9 @@ func (x *decider) foreign(r *driverapi.Result) bool {
 	if !x.foreignResult(r) {
 		return false
 	}
-	if x.in.PredecessorTerminating && x.now < x.predecessorBound() {
+	if x.holdForPredecessor() {
 		// The older incarnation began terminating after the lookup was
 		// asked: its instance is left to its own deletion.
-		x.rule(RuleCreateAwaitPredecessor)
-		set(x, &x.st.CreationFrom, x.predecessorBound())
-		x.requeue(x.cfg.WaitCheck)
 		return true
 	}
 	x.act(RuleCreateForeignInstance)

@@ -21,26 +21,9 @@ func passUntil(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, limit tim
 	answer func(driverapi.Call) driverapi.Result, done func(lifecycle.Decision) bool) time.Time {
 	t.Helper()
 	for in.Now.Before(limit) {
-		in.Outcome = nil
-		var d lifecycle.Decision
-		for range lifecycle.MaxStepsPerPass {
-			d = step(t, cfg, in)
-			if done(d) {
-				return in.Now
-			}
-			in.Status = d.Status
-			if d.Done() {
-				break
-			}
-			out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-			if d.HasCall() {
-				out.Result = answer(d.Call)
-				out.Result.Method = d.Call.Method
-			} else if failWrites && d.Effects.Len() > 0 {
-				out.Ran, out.Stopped, out.Error = d.Effects.Len()-1, lifecycle.WriteFailed, "pod disruption budget"
-			}
-			applyObjectEffects(&in.Object, d)
-			in.Outcome = out
+		d, decided := playPass(t, cfg, &in, answer, failWrites, done)
+		if decided {
+			return in.Now
 		}
 		in.Now = in.Now.Add(d.Requeue)
 	}

@@ -255,15 +255,16 @@ func (x *decider) onDeleteLookup(r *driverapi.Result) {
 		if r.NodeName != "" {
 			set(x, &st.NodeName, r.NodeName)
 		}
+		op := deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, "")
 		if r.NodeName != "" && r.NodeName != x.in.Node.Name {
 			// The observation this step was given was made without the
 			// name: stop at the drain, so the next step sees the node by
 			// it (a drain acts only on a node observed).
-			x.enter(RuleDeleteLookupOK, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+			x.enter(RuleDeleteLookupOK, op, StageDrain, 0)
 			x.requeue(retry.Short)
 			return
 		}
-		x.advance(RuleDeleteLookupOK, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+		x.advance(RuleDeleteLookupOK, op, StageDrain, 0)
 	case class == retry.ClassUndecodable:
 		// S1e.
 		x.deleteFailed(RuleDeleteLookupUndecodable,
@@ -356,13 +357,7 @@ func (x *decider) drain() {
 		// The node was read and is not there: as MCM's drain of a node
 		// not found, there is nothing to drain (S2e, S2f), and nothing is
 		// written to a node of that name the observation does not show.
-		if m.force {
-			x.advance(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
-				StageVolumes, FlagDrainForced)
-			return
-		}
-		x.advance(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
-			StageDeleteVM, FlagDrainSucceeded)
+		x.drained(m.force)
 		return
 	}
 	if m.force {
@@ -387,13 +382,7 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 	forced := rule == RuleDeleteDrainForce
 	n := o.OpID.Effects()
 	if o.Ran >= n {
-		if forced {
-			x.advance(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
-				StageVolumes, FlagDrainForced)
-			return
-		}
-		x.advance(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
-			StageDeleteVM, FlagDrainSucceeded)
+		x.drained(forced)
 		return
 	}
 	if forced && o.Ran < n-1 {
@@ -433,6 +422,19 @@ func (x *decider) onDrain(rule Rule, o *Outcome) {
 		desc = lastop.DescDrainConditionFailed // S2b
 	}
 	x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
+}
+
+// drained records a drain done, or a node with nothing to drain, and goes
+// on: after a forced drain to the node's volume attachments (S3), else to
+// the instance's deletion.
+func (x *decider) drained(forced bool) {
+	if forced {
+		x.advance(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
+			StageVolumes, FlagDrainForced)
+		return
+	}
+	x.advance(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
+		StageDeleteVM, FlagDrainSucceeded)
 }
 
 // volumes is S3, after a forced drain: wait until the node's volume

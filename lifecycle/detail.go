@@ -38,7 +38,6 @@ func cutDetail(s string) string {
 func keyList(keys []string) string {
 	var b strings.Builder
 	for i, k := range keys {
-		more := " and " + strconv.Itoa(len(keys)-i) + " more"
 		sep := ""
 		if i > 0 {
 			sep = ", "
@@ -48,7 +47,7 @@ func keyList(keys []string) string {
 			if i == 0 {
 				return boundDetail(k)
 			}
-			b.WriteString("," + more)
+			b.WriteString(", and " + strconv.Itoa(len(keys)-i) + " more")
 			return b.String()
 		}
 		b.WriteString(sep)

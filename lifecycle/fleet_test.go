@@ -167,11 +167,6 @@ func BenchmarkFleet(b *testing.B) {
 	}
 }
 
-// memberOfInput is what a fleet pass reads of the machine of in.
-func memberOfInput(cfg *lifecycle.Config, in *lifecycle.Input) lifecycle.Member {
-	return lifecycle.MemberOf(cfg, in)
-}
-
 // The three disagreements of the summary with Step: an Unknown machine past
 // its health timeout without a grant waits for a grant; one holding a grant
 // (asking the provider) does not; a per-machine drain timeout sets the
@@ -182,7 +177,7 @@ func TestSummaryAgreesWithStep(t *testing.T) {
 		d := step(t, cfg, in)
 		saved := in
 		saved.Status, saved.Outcome = d.Status, nil
-		return d, lifecycle.Summarize(&cfg, in.Now, []lifecycle.Member{memberOfInput(&cfg, &saved)}, 0)
+		return d, lifecycle.Summarize(&cfg, in.Now, []lifecycle.Member{lifecycle.MemberOf(&cfg, &saved)}, 0)
 	}
 	t.Run("past the health timeout without a grant", func(t *testing.T) {
 		d, s := count(unknownInput())

@@ -188,6 +188,43 @@ func thenCreated(in lifecycle.Input, d lifecycle.Decision, r driverapi.Result, c
 	return in
 }
 
+// playPass plays one reconcile pass of *in as a shell does: it steps and
+// feeds each decision's outcome to the next step, until a decision is done,
+// MaxStepsPerPass steps were made, or stop (when not nil) reports true of
+// a decision. A driver call is answered by answer; when failWrites, the
+// last write of an op without a call fails. Each decision's status and
+// object ensure-effects are carried into *in, which the pass leaves
+// without an outcome, as the next pass starts from. It returns the last
+// decision and whether stop ended the pass; the decision stop ended it at
+// is not carried into *in.
+func playPass(t *testing.T, cfg lifecycle.Config, in *lifecycle.Input, answer func(driverapi.Call) driverapi.Result,
+	failWrites bool, stop func(lifecycle.Decision) bool) (lifecycle.Decision, bool) {
+	t.Helper()
+	in.Outcome = nil
+	var d lifecycle.Decision
+	for range lifecycle.MaxStepsPerPass {
+		d = step(t, cfg, *in)
+		if stop != nil && stop(d) {
+			return d, true
+		}
+		in.Status = d.Status
+		if d.Done() {
+			break
+		}
+		out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
+		if d.HasCall() {
+			out.Result = answer(d.Call)
+			out.Result.Method = d.Call.Method
+		} else if failWrites && d.Effects.Len() > 0 {
+			out.Ran, out.Stopped, out.Error = d.Effects.Len()-1, lifecycle.WriteFailed, "pod disruption budget"
+		}
+		applyObjectEffects(&in.Object, d)
+		in.Outcome = out
+	}
+	in.Outcome = nil
+	return d, false
+}
+
 // applyObjectEffects plays the object ensure-effects onto the object, as
 // the shell's own write would return it.
 func applyObjectEffects(o *lifecycle.Object, d lifecycle.Decision) {

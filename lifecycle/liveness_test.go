@@ -22,9 +22,7 @@ import (
 // way out and no machine waits forever; but Failed is not the end expected
 // of a machine whose instance exists and whose node is healthy.
 func TestLivenessSeesAMachineThatNeverJoins(t *testing.T) {
-	if testing.Short() || raceOn {
-		t.Skip("exhaustive: run without -short and without the race detector")
-	}
+	skipUnlessExhaustive(t)
 	neverJoins := func(cfg lifecycle.Config, in lifecycle.Input) lifecycle.Decision {
 		in.Node.Conditions = nil
 		return lifecycle.Step(cfg, in)
@@ -47,9 +45,7 @@ func TestLivenessSeesAMachineThatNeverJoins(t *testing.T) {
 // A machine whose deletion goes back from the finalizer's removal to the
 // instance's deletion loops through its last stages forever: a livelock.
 func TestLivenessSeesADeletionThatLoops(t *testing.T) {
-	if testing.Short() || raceOn {
-		t.Skip("exhaustive: run without -short and without the race detector")
-	}
+	skipUnlessExhaustive(t)
 	loops := func(cfg lifecycle.Config, in lifecycle.Input) lifecycle.Decision {
 		d := lifecycle.Step(cfg, in)
 		for _, e := range d.Effects.Slice() {
@@ -77,9 +73,7 @@ func TestLivenessSeesADeletionThatLoops(t *testing.T) {
 
 // The real lifecycle, in the same small worlds, has neither.
 func TestLivenessOfTheSmallWorlds(t *testing.T) {
-	if testing.Short() || raceOn {
-		t.Skip("exhaustive: run without -short and without the race detector")
-	}
+	skipUnlessExhaustive(t)
 	for _, x := range []lifecycletest.Exploration{
 		{Name: "joins", Events: lifecycletest.EventsFair, Starts: []lifecycletest.Start{lifecycletest.StartNew}},
 		{Name: "deletion", Events: lifecycletest.EventsFair | lifecycletest.EventDelete,

@@ -38,9 +38,7 @@ import (
 // emitted) in some exploration. The explorations run in parallel; the same
 // ones draw the flow diagrams of doc/diagrams.md.
 func TestModelCheck(t *testing.T) {
-	if testing.Short() || raceOn {
-		t.Skip("exhaustive: run without -short and without the race detector")
-	}
+	skipUnlessExhaustive(t)
 	xs := lifecycletest.Explorations()
 	reports := make([]lifecycletest.Report, len(xs))
 	t.Run("explorations", func(t *testing.T) {
@@ -64,6 +62,15 @@ func TestModelCheck(t *testing.T) {
 	t.Logf("%d explorations: %d start states, %d states, %d transitions; once faults stop, every machine reaches "+
 		"its end state within %d passes (not counting the passes of a wait)", len(reports), starts, states, transitions, passes)
 	checkRulesReached(t, reports)
+}
+
+// skipUnlessExhaustive skips an exhaustive exploration under -short or
+// the race detector, which would make it too slow.
+func skipUnlessExhaustive(t *testing.T) {
+	t.Helper()
+	if testing.Short() || raceOn {
+		t.Skip("exhaustive: run without -short and without the race detector")
+	}
 }
 
 // explore runs one exploration and fails t on a broken promise or
@@ -203,9 +210,7 @@ func knownIssues(t *testing.T) {
 // lifecycletest.KnownIssueExplorations.
 func TestModelCheckKnownIssues(t *testing.T) {
 	knownIssues(t)
-	if testing.Short() || raceOn {
-		t.Skip("exhaustive: run without -short and without the race detector")
-	}
+	skipUnlessExhaustive(t)
 	for _, x := range lifecycletest.KnownIssueExplorations() {
 		t.Run(x.Name, func(t *testing.T) { explore(t, x) })
 	}
@@ -225,23 +230,13 @@ func TestTakenOverMachineWithoutInstanceIsFailed(t *testing.T) {
 	in.Status.ProviderID, in.Status.NodeName, in.Object.ProviderID = "", "", ""
 	in.Node = lifecycle.Node{}
 	in.Grant.Fail = true
+	gone := func(driverapi.Call) driverapi.Result {
+		return driverapi.Result{Code: driverapi.NotFound, Message: "gone", Text: "gone"}
+	}
+	failed := func(d lifecycle.Decision) bool { return d.Status.Phase == phase.Failed }
 	for range 300 {
-		in.Outcome = nil
-		for range lifecycle.MaxStepsPerPass {
-			d := step(t, cfg, in)
-			if d.Status.Phase == phase.Failed {
-				return
-			}
-			in.Status = d.Status
-			if d.Done() {
-				break
-			}
-			out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-			if d.HasCall() {
-				out.Result = driverapi.Result{Method: d.Call.Method, Code: driverapi.NotFound, Message: "gone", Text: "gone"}
-			}
-			applyObjectEffects(&in.Object, d)
-			in.Outcome = out
+		if _, stopped := playPass(t, cfg, &in, gone, false, failed); stopped {
+			return
 		}
 		in.Now = in.Now.Add(time.Minute)
 	}

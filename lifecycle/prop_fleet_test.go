@@ -151,7 +151,7 @@ func TestPropertySummaryCountsWhatStepWaitsFor(t *testing.T) {
 		}
 		saved := in
 		saved.Status, saved.Outcome = d.Status, nil
-		m := memberOfInput(&cfg, &saved)
+		m := lifecycle.MemberOf(&cfg, &saved)
 		s := lifecycle.Summarize(&cfg, in.Now, []lifecycle.Member{m}, 0)
 		if d.Wait.For == lifecycle.WaitNone {
 			for w, n := range s.ByWait {

@@ -367,7 +367,7 @@ func (x *decider) clampStamps() {
 	if st.RetryAfter > now && st.RetryAfter.Sub(now) > x.maxBackoff() {
 		clamp(&st.RetryAfter)
 	}
-	if st.CreationFrom > now && st.CreationFrom > x.predecessorBound() {
+	if st.CreationFrom > now && st.CreationFrom > x.predecessorBound(x.cfg) {
 		// While a machine waits for its predecessor, CreationFrom is the
 		// wait's bound, ahead by design; beyond it, only a clock put it.
 		clamp(&st.CreationFrom)

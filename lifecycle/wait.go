@@ -33,7 +33,7 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	if f.deleted != 0 {
 		var drainBy Stamp // the drain timeout, while the drain is ahead
 		if f.st.Stage <= StageDrain && f.st.Flags&flagsDrained == 0 {
-			drainBy = f.deleted.Add(orConfig(f.o.Overrides.DrainTimeout, cfg.DrainTimeout))
+			drainBy = f.deleted.Add(cfg.drainTimeout(f.o))
 		}
 		switch {
 		case f.in.Problem != ProblemNone:
@@ -53,7 +53,7 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	}
 	switch f.st.Phase {
 	case phase.Unknown, phase.InPlaceUpdateFailed:
-		deadline := f.deadline(f.st.PhaseSince, orConfig(f.o.Overrides.HealthTimeout, cfg.HealthTimeout))
+		deadline := f.deadline(f.st.PhaseSince, cfg.healthTimeout(f.o))
 		switch {
 		case f.o.Overrides.DisableHealthTimeout:
 			return Wait{For: WaitRecovery, Since: f.st.PhaseSince}
@@ -64,13 +64,9 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 		case retry:
 			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
 		}
-		return Wait{}
-	}
-	switch f.st.Phase {
 	case phase.None, phase.CrashLoopBackOff:
 		if f.in.PredecessorTerminating && f.st.Stage == StageNone && f.st.ProviderID == "" && f.o.ProviderID == "" && f.created != 0 {
-			bound := f.created.Add(orConfig(cfg.PredecessorWait, orConfig(f.o.Overrides.DrainTimeout, cfg.DrainTimeout)))
-			if now < bound {
+			if bound := f.predecessorBound(cfg); now < bound {
 				return Wait{For: WaitPredecessor, Since: f.created, Until: bound}
 			}
 		}
@@ -99,7 +95,19 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 
 // creationDeadline returns when the machine's creation timeout passes.
 func (f *waitFacts) creationDeadline(cfg *Config) Stamp {
-	return f.deadline(later(f.created, f.st.CreationFrom), orConfig(f.o.Overrides.CreationTimeout, cfg.CreationTimeout))
+	return f.deadline(f.creationStart(), cfg.creationTimeout(f.o))
+}
+
+// creationStart is when the creation timeout starts counting: the object's
+// creation time, or the end of a wait for an older incarnation of its name.
+func (f *waitFacts) creationStart() Stamp {
+	return later(f.created, f.st.CreationFrom)
+}
+
+// predecessorBound is the latest a wait for an older incarnation of the
+// machine's name ends.
+func (f *waitFacts) predecessorBound(cfg *Config) Stamp {
+	return f.created.Add(cfg.predecessorWait(f.o))
 }
 
 // deadline returns when a timeout counted from since passes, never counted
@@ -126,15 +134,6 @@ func sooner(a, b Stamp) Stamp {
 	return a
 }
 
-// orConfig returns a machine's own setting v, or the Config's c when v is
-// not set.
-func orConfig(v, c time.Duration) time.Duration {
-	if v > 0 {
-		return v
-	}
-	return c
-}
-
 // waitFacts are what the wait of a machine is decided from: its status
 // (phase, stage, flags, stamps, recorded instance), its object's times and
 // own timeouts, and what the shell observed.
@@ -157,11 +156,12 @@ func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
 	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.CreationTimeout, m.HealthTimeout, m.DrainTimeout
 	o.Overrides.DisableHealthTimeout = m.DisableHealthTimeout
 	in.Problem, in.Observer.Degraded, in.PredecessorTerminating = m.Problem, m.ObserverDegraded, m.PredecessorTerminating
-	deleted := m.DeletionTime
-	if m.Deleting && deleted == 0 {
-		deleted = 1 // deleting since the beginning of time
-	} else if !m.Deleting {
-		deleted = 0
+	var deleted Stamp // 0: not being deleted
+	if m.Deleting {
+		deleted = m.DeletionTime
+		if deleted == 0 {
+			deleted = 1 // deleting since the beginning of time
+		}
 	}
 	return waitFacts{st: st, o: o, in: in, created: m.CreationTime, deleted: deleted, observed: m.ObserverSince}
 }
