@@ -210,12 +210,22 @@ func getNode(t *testing.T, name string) (*corev1.Node, bool) {
 
 func eventReasons(t *testing.T, ns, machine string) []string {
 	t.Helper()
+	var out []string
+	for _, e := range machineEvents(t, ns, machine) {
+		out = append(out, e.Type+" "+e.Reason)
+	}
+	return out
+}
+
+// machineEvents returns the events regarding the machine.
+func machineEvents(t *testing.T, ns, machine string) []eventsv1.Event {
+	t.Helper()
 	var list eventsv1.EventList
 	require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(ns)))
-	var out []string
+	var out []eventsv1.Event
 	for _, e := range list.Items {
 		if e.Regarding.Name == machine {
-			out = append(out, e.Type+" "+e.Reason)
+			out = append(out, e)
 		}
 	}
 	return out
@@ -399,11 +409,9 @@ func TestStampAheadOfTheClockIsClampedAndReported(t *testing.T) {
 // eventNotes returns the notes of the machine's events with reason.
 func eventNotes(t *testing.T, ns, machine, reason string) []string {
 	t.Helper()
-	var list eventsv1.EventList
-	require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(ns)))
 	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == machine && e.Reason == reason {
+	for _, e := range machineEvents(t, ns, machine) {
+		if e.Reason == reason {
 			out = append(out, e.Note)
 		}
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -67,21 +68,13 @@ func anomalyName(a lifecycle.Anomalies) string {
 	if s := a.String(); s != "" {
 		return s
 	}
-	for i := range anomalyBits {
-		if a == 1<<i {
-			return "bit-" + strconv.Itoa(i)
-		}
-	}
-	return a.String()
+	return "bit-" + strconv.Itoa(bits.TrailingZeros16(uint16(a)))
 }
 
 // forEachAnomaly calls fn with each bit set in a, lowest first.
 func forEachAnomaly(a lifecycle.Anomalies, fn func(bit lifecycle.Anomalies)) {
-	for i := 0; a != 0 && i < anomalyBits; i++ {
-		if bit := lifecycle.Anomalies(1) << i; a&bit != 0 {
-			a &^= bit
-			fn(bit)
-		}
+	for ; a != 0; a &= a - 1 {
+		fn(a & -a)
 	}
 }
 

@@ -129,7 +129,11 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status)
 // else by the recorded providerID. nil without an error when there is
 // none.
 func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *lifecycle.Status) (*corev1.Node, error) {
-	for _, name := range []string{m.Labels[lifecycle.NodeLabel], st.NodeName} {
+	names := []string{m.Labels[lifecycle.NodeLabel], st.NodeName}
+	if names[1] == names[0] {
+		names = names[:1] // the label names the recorded node: one read
+	}
+	for _, name := range names {
 		if name == "" {
 			continue
 		}
@@ -142,7 +146,6 @@ func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *life
 			return nil, err
 		}
 	}
-	providerID := st.ProviderID
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
 		return nil, err
@@ -150,10 +153,10 @@ func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *life
 	if n := first(nodes.Items); n != nil {
 		return n, nil
 	}
-	if providerID == "" {
+	if st.ProviderID == "" {
 		return nil, nil
 	}
-	if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: providerID}); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: st.ProviderID}); err != nil {
 		return nil, err
 	}
 	return first(nodes.Items), nil
