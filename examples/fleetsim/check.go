@@ -261,10 +261,7 @@ func (w *shard) checkHealthFailed(mi int32, now int64) {
 		}
 	}
 	from := max(since, w.recovered)
-	timeout := w.cfg.HealthTimeout
-	if t := m.obj.Overrides.HealthTimeout; t > 0 {
-		timeout = t
-	}
+	timeout := w.healthTimeout(&m.obj)
 	if spent := time.Duration(now - from); spent < timeout-time.Duration(w.tolerance) {
 		w.violation(mi, fmt.Sprintf("saved Failed by the health timeout %s after the world saw it unhealthy (since +%s, observer recovered at +%s), before its health timeout %s",
 			spent, time.Duration(since-epoch), time.Duration(max(w.recovered-epoch, 0)), timeout))
@@ -285,7 +282,7 @@ func (w *shard) checkReplacements(mi int32) {
 			continue
 		}
 		total++
-		if x.st.Flags.Has(lifecycle.FlagGranted) || x.bits&mHealthFailed != 0 || x.more&mReplaces != 0 {
+		if inFlight(x) != "" {
 			n++
 		}
 	}
@@ -299,23 +296,38 @@ func (w *shard) checkReplacements(mi int32) {
 	var which []string
 	for _, j := range o.list {
 		x := &w.machines[j]
-		why := ""
-		switch {
-		case x.gone():
-		case x.st.Flags.Has(lifecycle.FlagGranted):
-			why = "granted"
-		case x.bits&mHealthFailed != 0:
-			why = "Failed by the health timeout"
-		case x.more&mReplaces != 0:
-			why = "created to replace one"
-		}
-		if why != "" {
+		if why := inFlight(x); why != "" {
 			which = append(which, fmt.Sprintf("%s (%s, phase %s, created +%s)", x.obj.Name, why, x.st.Phase.Label(),
 				time.Duration(x.obj.CreationTime.UnixNano()-epoch)))
 		}
 	}
 	w.violation(mi, fmt.Sprintf("a grant saved while its owner %s has %d replacements in flight, more than its limit %d: %s",
 		o.uid, n, limit, strings.Join(which, ", ")))
+}
+
+// inFlight says why machine x counts as a replacement in flight of its
+// owner (checkReplacements), "" when it does not.
+func inFlight(x *machine) string {
+	switch {
+	case x.gone():
+		return ""
+	case x.st.Flags.Has(lifecycle.FlagGranted):
+		return "granted"
+	case x.bits&mHealthFailed != 0:
+		return "Failed by the health timeout"
+	case x.more&mReplaces != 0:
+		return "created to replace one"
+	}
+	return ""
+}
+
+// healthTimeout returns the health timeout of machine object o: its own,
+// else the configuration's.
+func (w *shard) healthTimeout(o *lifecycle.Object) time.Duration {
+	if t := o.Overrides.HealthTimeout; t > 0 {
+		return t
+	}
+	return w.cfg.HealthTimeout
 }
 
 // checkFailed: Failed only after the creation or health timeout, or for
@@ -334,11 +346,7 @@ func (w *shard) checkFailed(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 		if !in.Grant.Fail && !in.Status.Flags.Has(lifecycle.FlagGranted) {
 			w.broken(mi, d, "Unknown -> Failed without the limiter's grant")
 		}
-		timeout := w.cfg.HealthTimeout
-		if o.Overrides.HealthTimeout > 0 {
-			timeout = o.Overrides.HealthTimeout
-		}
-		if now.Sub(in.Status.PhaseSince) < timeout {
+		if now.Sub(in.Status.PhaseSince) < w.healthTimeout(o) {
 			w.broken(mi, d, "Failed before the health timeout")
 		}
 	default:

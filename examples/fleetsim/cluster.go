@@ -93,10 +93,7 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	in.Now = tm(now + w.offset)
 	in.Outcome = nil
 	in.Problem = lifecycle.ProblemNone
-	in.Observer = w.observer
-	if w.o.broken.forgetRecovery {
-		in.Observer = w.shellObserver()
-	}
+	in.Observer = w.shellObserver()
 	if fresh && m.gone() {
 		in.Object, in.Status, in.Node = lifecycle.Object{}, lifecycle.Status{}, lifecycle.Node{}
 		in.NodeReadFailed, in.VolumeAttachments, in.TokenExists, in.Grant = false, 0, false, lifecycle.Grant{}

@@ -3,6 +3,7 @@ package fleetsim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -164,18 +165,11 @@ func (k *faultKnob) scale(o *Options, x float64) {
 				}
 			}
 		}
-		if top := max0(0, sums[1:]...); top > driverCap {
+		if top := slices.Max(sums[1:]); top > driverCap {
 			for i := range faults {
 				faults[i].Rate *= driverCap / top
 			}
 		}
 		o.DriverFaults = faults
 	}
-}
-
-func max0(v float64, rest ...float64) float64 {
-	for _, r := range rest {
-		v = math.Max(v, r)
-	}
-	return v
 }

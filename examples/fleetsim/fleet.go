@@ -163,15 +163,11 @@ func (w *shard) mayBeGranted(m *machine) bool {
 		m.st.PhaseSince == 0 || m.obj.Overrides.DisableHealthTimeout || w.observer.Degraded {
 		return false
 	}
-	timeout := w.cfg.HealthTimeout
-	if t := m.obj.Overrides.HealthTimeout; t > 0 {
-		timeout = t
-	}
 	since := int64(m.st.PhaseSince)
 	if o := w.shellObserver(); !o.Since.IsZero() {
 		since = max(since, o.Since.UnixNano())
 	}
-	return w.now+w.offset-since >= int64(timeout)
+	return w.now+w.offset-since >= int64(w.healthTimeout(&m.obj))
 }
 
 // limit computes the fleet limiter's grants of owner oi's machines and
@@ -216,7 +212,7 @@ func (w *shard) limit(oi int32) {
 		idxs = append(idxs, mi)
 	}
 	w.members, w.idxs = members, idxs
-	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), w.shellObserver(), members)
+	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), in.Observer, members)
 	w.stats.LimitCalls++
 	for k, g := range w.grants {
 		mi := idxs[k]
@@ -305,9 +301,12 @@ func (w *shard) collectOrphans() {
 		}
 	}
 	members := w.members[:0]
+	in := &w.fleetIn
+	in.Observer = w.observer
 	for mi := range w.machines {
 		if m := &w.machines[mi]; !m.gone() {
-			members = append(members, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st, Observer: w.observer}))
+			in.Object, in.Status = m.obj, m.st
+			members = append(members, lifecycle.MemberOf(&w.cfg, in))
 		}
 	}
 	w.members = members

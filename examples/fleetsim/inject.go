@@ -35,7 +35,7 @@ func (w *shard) lagSnapshot(mi int32, now int64) {
 	if w.lagged == nil {
 		w.lagged = make(map[int32]lagEntry)
 	}
-	w.lagged[mi] = lagEntry{obj: m.obj, st: m.st, until: now + w.between(time.Millisecond, w.o.CacheLagMax)}
+	w.lagged[mi] = lagEntry{obj: m.obj, seq: m.st.Seq, until: now + w.between(time.Millisecond, w.o.CacheLagMax)}
 	m.bits |= mLagged
 	w.stats.LaggedWrites++
 }
@@ -55,11 +55,10 @@ func (w *shard) lagRead(mi int32, in *lifecycle.Input) bool {
 	o := &in.Object
 	o.DeletionTime, o.UpdateGeneration, o.Metadata, o.ForceDeletion = e.obj.DeletionTime, e.obj.UpdateGeneration,
 		e.obj.Metadata, e.obj.ForceDeletion
-	w.base = m.st.Seq
 	m.more |= mMetaDirty
 	w.stats.LaggedPasses++
 	if w.tracing(mi) {
-		w.note(mi, "the pass reads a lagging cache: the status of sequence "+strconv.Itoa(int(e.st.Seq))+
+		w.note(mi, "the pass reads a lagging cache: the status of sequence "+strconv.Itoa(int(e.seq))+
 			", not "+strconv.Itoa(int(m.st.Seq)))
 	}
 	return true

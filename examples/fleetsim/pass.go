@@ -43,16 +43,14 @@ func (w *shard) pass(mi int32) {
 	w.clock = now + w.offset
 	for step := 0; step < lifecycle.MaxStepsPerPass; step++ {
 		w.stepNow = now
+		at := now + w.offset // the controller's clock
 		if w.occurs(&w.cdJump) {
 			// The controller's clock is off for this step.
-			j := w.rng.Int64N(2*int64(w.o.ClockJumpMax)+1) - int64(w.o.ClockJumpMax)
-			in.Now = tm(now + w.offset + j)
-			w.clock = max(w.clock, now+w.offset+j)
+			at += w.rng.Int64N(2*int64(w.o.ClockJumpMax)+1) - int64(w.o.ClockJumpMax)
 			w.stats.ClockJumps++
-		} else {
-			in.Now = tm(now + w.offset)
-			w.clock = max(w.clock, now+w.offset)
 		}
+		in.Now = tm(at)
+		w.clock = max(w.clock, at)
 		lifecycle.StepInto(d, &w.checked, in)
 		w.decided(mi, step, in, d)
 		w.injecting = false

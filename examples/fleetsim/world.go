@@ -87,11 +87,11 @@ type owner struct {
 }
 
 // lagEntry is a machine as the controller's cache still shows it: the
-// object and status before a write that reaches the cache late, until when
-// it arrives.
+// object before a write that reaches the cache late, and the sequence
+// number its status had then (for the trace), until when it arrives.
 type lagEntry struct {
 	obj   lifecycle.Object
-	st    lifecycle.Status
+	seq   uint32
 	until int64
 }
 
