@@ -144,7 +144,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		x.requeue(retry.Long)
 	default:
 		x.flowed = true
-		if max(st.PhaseSince, st.StageSince, st.MetadataObserved, st.MetadataSince, st.RetryAfter, st.CreationFrom) > x.now {
+		if now := x.now; st.PhaseSince > now || st.StageSince > now || st.MetadataObserved > now || st.MetadataSince > now || st.RetryAfter > now || st.CreationFrom > now {
 			x.clampStamps()
 		}
 		if in.Outcome == nil || !x.outcome() {
