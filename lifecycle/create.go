@@ -190,7 +190,7 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		x.rule(RuleCreateLookupUndecodable)
 		x.requeue(retry.Medium)
 	case code == driverapi.NotFound || code == driverapi.Unimplemented:
-		if pid := x.ref().ProviderID; pid != "" && !mutRecreate {
+		if pid := x.ref().ProviderID; pid != "" {
 			// A7: the provider cannot tell, but an instance is recorded.
 			x.rule(RuleCreateRecorded)
 			node := x.st.NodeName
@@ -203,7 +203,7 @@ func (x *decider) onLookup(r *driverapi.Result) {
 			x.proceed(RuleCreateRecorded)
 			return
 		}
-		if !x.creating() && !mutRecreate {
+		if !x.creating() {
 			// Past creation and the provider has no instance: never create
 			// again; health decides from the node, and the provider is
 			// asked again after Long.

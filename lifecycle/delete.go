@@ -491,7 +491,7 @@ func (x *decider) onDeleteVM(r *driverapi.Result) {
 		set(x, &x.st.LastKnownState, r.LastKnownState)
 	}
 	switch {
-	case code == driverapi.OK, mutEarlyFinalizer:
+	case code == driverapi.OK:
 		x.advance(RuleDeleteVMDeleted, deleteOp(lastop.StateProcessing, lastop.DescVMDeleted, ""), StageDeleteNode, FlagTerminated)
 	case code == driverapi.NotFound:
 		x.advance(RuleDeleteVMNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFound, ""), StageDeleteNode, FlagTerminated)

@@ -265,7 +265,7 @@ func (x *decider) unhealthy() {
 		return
 	}
 	if !st.Flags.Has(FlagGranted) {
-		if !x.in.Grant.Fail && !mutNoGrant {
+		if !x.in.Grant.Fail {
 			// T1-T3: no grant (none computed, or other replacements in
 			// flight). Nothing is written. MCM asks every Short period; the
 			// lifecycle backs off from Short towards Medium, half the time

@@ -80,11 +80,11 @@ func metadataInSync(verifyOwner bool, o *Object, st *Status) bool {
 	}
 	// Equal sizes and every desired key present with its value: then the
 	// observed map holds no other key, and one pass over a map suffices.
-	if len(o.Metadata) != len(st.Metadata) && !mutDroppedKey {
+	if len(o.Metadata) != len(st.Metadata) {
 		return false
 	}
 	for k, v := range o.Metadata {
-		if got, ok := st.Metadata[k]; (!ok && !mutDroppedKey) || (ok && got != v) {
+		if got, ok := st.Metadata[k]; !ok || got != v {
 			return false
 		}
 	}

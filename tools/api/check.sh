@@ -40,8 +40,8 @@ case "${1:-}" in
   *) echo "usage: bash tools/api/check.sh [-w]" >&2; exit 2 ;;
 esac
 
-# Build tags in the caller's GOFLAGS would change the API (lifecycle has
-# mutation_* tags), and go.work files are no part of what users build. The
+# Build tags or an overlay in the caller's GOFLAGS could change the API, and
+# go.work files are no part of what users build. The
 # tools run here, so they are built for this machine; the API and the export
 # data are the same for every GOOS and GOARCH (no core file is constrained).
 export GOFLAGS=-buildvcs=false GOWORK=off
