@@ -136,46 +136,63 @@ var ErrInvalidConfig = errors.New("lifecycle: invalid config")
 // [ErrInvalidConfig]; nil when it is usable.
 func (c *Config) Validate() error {
 	var errs []error
-	positive := func(name string, d time.Duration) {
+	c.check(func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	})
+	return errors.Join(errs...)
+}
+
+// valid reports whether Validate returns nil, without building errors:
+// Step calls it at every step.
+func (c *Config) valid() bool {
+	ok := true
+	c.check(func(string, ...any) { ok = false })
+	return ok
+}
+
+// check calls bad with each problem of the Config, as a format and its
+// arguments, and never when the Config is usable. It is the one place the
+// rules of a Config are written, for Validate and valid.
+func (c *Config) check(bad func(format string, args ...any)) {
+	timeout := func(name string, d time.Duration) {
 		switch {
+		case timeoutInRange(d):
 		case d <= 0:
-			errs = append(errs, fmt.Errorf("%w: %s must be positive, got %v", ErrInvalidConfig, name, d))
-		case d > MaxTimeout:
-			errs = append(errs, fmt.Errorf("%w: %s must be at most %v, got %v", ErrInvalidConfig, name, MaxTimeout, d))
+			bad("%s must be positive, got %v", name, d)
+		default:
+			bad("%s must be at most %v, got %v", name, MaxTimeout, d)
 		}
 	}
-	positive("CreationTimeout", c.CreationTimeout)
-	positive("HealthTimeout", c.HealthTimeout)
-	positive("DrainTimeout", c.DrainTimeout)
-	positive("WaitCheck", c.WaitCheck)
-	positive("ForceDrainAfter", c.ForceDrainAfter)
-	positive("ForcedDrainTimeout", c.ForcedDrainTimeout)
-	positive("EvictRetryInterval", c.EvictRetryInterval)
+	timeout("CreationTimeout", c.CreationTimeout)
+	timeout("HealthTimeout", c.HealthTimeout)
+	timeout("DrainTimeout", c.DrainTimeout)
+	timeout("WaitCheck", c.WaitCheck)
+	timeout("ForceDrainAfter", c.ForceDrainAfter)
+	timeout("ForcedDrainTimeout", c.ForcedDrainTimeout)
+	timeout("EvictRetryInterval", c.EvictRetryInterval)
 	if c.PredecessorWait < 0 || c.PredecessorWait > MaxTimeout {
-		errs = append(errs, fmt.Errorf("%w: PredecessorWait must be within 0..%v, got %v", ErrInvalidConfig, MaxTimeout, c.PredecessorWait))
+		bad("PredecessorWait must be within 0..%v, got %v", MaxTimeout, c.PredecessorWait)
 	}
 	if len(c.NodeConditions) > MaxNodeConditions {
-		errs = append(errs, fmt.Errorf("%w: NodeConditions has %d types, more than %d", ErrInvalidConfig, len(c.NodeConditions), MaxNodeConditions))
+		bad("NodeConditions has %d types, more than %d", len(c.NodeConditions), MaxNodeConditions)
 	}
 	if c.MaxEvictRetries < 0 {
-		errs = append(errs, fmt.Errorf("%w: MaxEvictRetries must not be negative, got %d", ErrInvalidConfig, c.MaxEvictRetries))
+		bad("MaxEvictRetries must not be negative, got %d", c.MaxEvictRetries)
 	}
 	if c.ForcedEvictRetries < 0 {
-		errs = append(errs, fmt.Errorf("%w: ForcedEvictRetries must not be negative, got %d", ErrInvalidConfig, c.ForcedEvictRetries))
+		bad("ForcedEvictRetries must not be negative, got %d", c.ForcedEvictRetries)
 	}
 	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
-		errs = append(errs, fmt.Errorf("%w: Replacements must set exactly one of Count (>= 1) or Percent (1..100), got %+v",
-			ErrInvalidConfig, r))
+		bad("Replacements must set exactly one of Count (>= 1) or Percent (1..100), got %+v", r)
 	}
 	for i, t := range c.NodeConditions {
 		if t == "" {
-			errs = append(errs, fmt.Errorf("%w: NodeConditions[%d] is empty", ErrInvalidConfig, i))
+			bad("NodeConditions[%d] is empty", i)
 		}
 	}
 	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err))
+		bad("Retry: %w", err)
 	}
-	return errors.Join(errs...)
 }
 
 // Checked is a Config that passed [Config.Validate], for [StepInto] and
@@ -229,30 +246,6 @@ func (k *Checked) Config() Config {
 // Valid reports whether k came from [Config.Check]: false for the zero
 // Checked.
 func (k *Checked) Valid() bool { return k.pre.valid }
-
-// valid is Validate without building errors, for the hot path.
-func (c *Config) valid() bool {
-	if !timeoutInRange(c.CreationTimeout) || !timeoutInRange(c.HealthTimeout) || !timeoutInRange(c.DrainTimeout) ||
-		!timeoutInRange(c.WaitCheck) || !timeoutInRange(c.ForceDrainAfter) || !timeoutInRange(c.ForcedDrainTimeout) ||
-		!timeoutInRange(c.EvictRetryInterval) {
-		return false
-	}
-	if c.MaxEvictRetries < 0 || c.ForcedEvictRetries < 0 || c.PredecessorWait < 0 || c.PredecessorWait > MaxTimeout ||
-		len(c.NodeConditions) > MaxNodeConditions {
-		return false
-	}
-	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
-		return false
-	}
-	for _, t := range c.NodeConditions {
-		if t == "" {
-			return false
-		}
-	}
-	p := &c.Retry // retry.Policy.Validate's checks, without building an error
-	return p.ResourceExhausted >= 0 && p.ResourceExhausted <= retry.MaxPeriod && p.MaxBackoff >= 0 &&
-		p.MaxBackoff <= retry.MaxPeriod && p.JitterPercent >= 0 && p.JitterPercent <= 100
-}
 
 // timeoutInRange reports whether d lies within 1..MaxTimeout: exactly
 // when d-1, unsigned, is below MaxTimeout, one comparison.

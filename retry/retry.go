@@ -92,21 +92,34 @@ const MaxPeriod = 365 * 24 * time.Hour
 // Validate reports the first invalid field of p: a negative duration or one
 // above MaxPeriod, or a JitterPercent outside 0..100.
 func (p Policy) Validate() error {
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"ResourceExhausted", p.ResourceExhausted}, {"MaxBackoff", p.MaxBackoff}} {
-		switch {
-		case f.d < 0:
-			return fmt.Errorf("retry: %s must not be negative, got %v", f.name, f.d)
-		case f.d > MaxPeriod:
-			return fmt.Errorf("retry: %s must be at most %v, got %v", f.name, MaxPeriod, f.d)
-		}
+	if err := periodInRange("ResourceExhausted", p.ResourceExhausted); err != nil {
+		return err
+	}
+	if err := periodInRange("MaxBackoff", p.MaxBackoff); err != nil {
+		return err
 	}
 	if p.JitterPercent < 0 || p.JitterPercent > 100 {
 		return fmt.Errorf("retry: JitterPercent must be within 0..100, got %d", p.JitterPercent)
 	}
 	return nil
+}
+
+// periodInRange reports a duration of a Policy that is negative or above
+// MaxPeriod; cheap enough to inline, as Step validates its Config at every
+// step.
+func periodInRange(name string, d time.Duration) error {
+	if uint64(d) <= uint64(MaxPeriod) { // a negative d is a huge uint64
+		return nil
+	}
+	return periodError(name, d)
+}
+
+// periodError is the error of periodInRange for a d out of range.
+func periodError(name string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("retry: %s must not be negative, got %v", name, d)
+	}
+	return fmt.Errorf("retry: %s must be at most %v, got %v", name, MaxPeriod, d)
 }
 
 // Period returns the base period of class c exactly as MCM chooses it:
