@@ -13,9 +13,9 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// The scenarios of shared/reference/perf-method.md. Sub-benchmarks are named
-// impl=<name>, in the same order everywhere, so `benchstat -col /impl` lines
-// them up with the library first:
+// The scenarios of doc/performance.md ("What is measured"). Sub-benchmarks are
+// named impl=<name>, in the same order everywhere, so `benchstat -col /impl`
+// lines them up with the library first:
 //
 //	lifecycle           lifecycle.Step, Config and Input by value, Decision returned
 //	lifecycle-into      lifecycle.StepInto into a caller-owned Decision

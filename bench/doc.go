@@ -2,8 +2,8 @@
 // generic Go state machine libraries a reader would otherwise pick,
 // github.com/looplab/fsm and github.com/qmuntal/stateless, and with
 // hand-written pure functions of the same shape as [lifecycle.Step] that mark
-// the floor for that shape (the method is shared/reference/perf-method.md;
-// the results are in doc/performance.md).
+// the floor for that shape (doc/performance.md describes the method and
+// holds the results).
 //
 // It is a separate module, so the library's go.mod never requires the peers.
 // Everyone models one small transition table, the health edges of a machine

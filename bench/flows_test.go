@@ -12,8 +12,8 @@ import (
 
 // The hot paths of the library's flows, as traces: the input of every step
 // a reconcile loop makes (effects succeed, the provider answers OK). They
-// are the "common paths" of issue 7 part 2: creation, health, deletion and
-// hot update.
+// are the common paths on which no step may allocate: creation, health,
+// deletion and hot update.
 
 type flowPath struct {
 	name  string
@@ -47,9 +47,9 @@ func flowPaths(t testing.TB) []flowPath {
 	}
 }
 
-// Every step of every flow path allocates nothing, by value or into
-// (issue 7 part 2; the core's own alloc tests cover creation, a healthy
-// machine and deletion with shorter fixture strings).
+// Every step of every flow path allocates nothing, by value or into (the
+// core's own alloc tests cover creation, a healthy machine and deletion with
+// shorter fixture strings).
 func TestFlowsAllocateNothing(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	k := checked(t, cfg)
@@ -89,8 +89,8 @@ func TestFlowPaths(t *testing.T) {
 }
 
 // BenchmarkFlow steps through each path; ns/step is the mean cost of one
-// Step on it. The core has the same benchmark (lifecycle's BenchmarkFlow,
-// issue 7 part 3) over its test fixtures; this one uses a real machine's
+// Step on it. The core has the same benchmark (lifecycle's BenchmarkFlow)
+// over its test fixtures; this one uses a real machine's
 // string lengths and runs next to the peers.
 func BenchmarkFlow(b *testing.B) {
 	cfg := lifecycle.DefaultConfig()

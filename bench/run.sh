@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the performance comparison of issue 7 with one command, following
-# shared/reference/perf-method.md: the library side by side with
+# Runs the performance comparison of doc/performance.md with one command, by
+# the method that page describes: the library side by side with
 # github.com/looplab/fsm, github.com/qmuntal/stateless and the pure
 # baselines, in one go test process per run; then the flow, fleet and part
 # benchmarks of this module and the core's own benchmarks. It records the
@@ -11,8 +11,8 @@
 # Usage: bench/run.sh [-quick] [-count N] [-interleave] [-compare-only] [-o DIR]
 #
 #   -quick         count 1 everywhere (a smoke run, about 2 minutes)
-#   -count N       runs of the comparison (default 10, as the method says:
-#                  benchstat gives confidence intervals from 6 on)
+#   -count N       runs of the comparison (default 10: benchstat gives
+#                  confidence intervals from 6 on)
 #   -interleave    run the comparison N times with -count 1 instead of once
 #                  with -count N, so a burst of background load cannot hit
 #                  one implementation's samples in a row (use it on a

@@ -34,7 +34,7 @@
 // the 18 exact names, "] message = [", and a final "]": the message is all
 // between, brackets included. Any prefix before the marker is allowed;
 // nothing may follow the final bracket. Foreign texts and unknown names are
-// refused (critique d.13 of the MCM decision tables).
+// refused (MCM design problem d.13 in doc/mcm-rows.md).
 //
 // # The Driver contract
 //

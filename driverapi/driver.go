@@ -254,7 +254,9 @@ type GetVolumeIDsResponse struct {
 }
 
 // UpdateMachineRequest asks to bring a running instance to a new hot-update
-// generation in place (MCM's in-place proposal, stage B).
+// generation in place: the Driver.UpdateMachine of Stage-B of MCM's
+// initialization proposal, which MCM never shipped
+// (https://github.com/gardener/machine-controller-manager/blob/master/docs/proposals/initialize-machine.md).
 type UpdateMachineRequest struct {
 	// Machine names the machine and its instance.
 	Machine MachineRef

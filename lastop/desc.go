@@ -7,9 +7,10 @@ import (
 )
 
 // Desc names one description: a fixed text or a template MCM writes into
-// LastOperation.Description (rows of the decision tables a.3 and b.2-b.7),
-// or one the library adds for flows MCM lacks. [Desc.Format] gives the text
-// with its placeholders. The zero value is [DescNone], the empty description.
+// LastOperation.Description (the step markers and the rows of MCM's creation,
+// health, deletion and in-place flows in doc/mcm-rows.md), or one the library
+// adds for flows MCM lacks. [Desc.Format] gives the text with its
+// placeholders. The zero value is [DescNone], the empty description.
 //
 // Where MCM writes the same text in several rows, one Desc stands for all of
 // them and the operation's [Type] and [State] tell the rows apart (for
@@ -19,7 +20,7 @@ import (
 // Values are stable: new descriptions are only ever appended.
 type Desc uint16
 
-// The descriptions. Row names refer to /work/shared/reference/mcm-decision-tables.md.
+// The descriptions. Row names (A4, S2d, ...) are those of doc/mcm-rows.md.
 const (
 	// DescNone is the empty description.
 	DescNone Desc = iota
@@ -70,16 +71,18 @@ const (
 	// and is marked Failed. <elapsed> is the configured health timeout,
 	// named as in [DescJoinTimeout]; <conditions> as in [DescUnhealthy].
 	DescHealthTimeout
-	// DescHealthTimeoutReset is the safety controller's unfreeze (b.5): an
-	// Unknown machine is set back to Running.
+	// DescHealthTimeoutReset is the safety controller's unfreeze after
+	// MCM's API-server freeze (doc/mcm-rows.md): an Unknown machine is set
+	// back to Running.
 	DescHealthTimeoutReset
 
 	// DescTerminating is X3 and X10: the machine is set to Terminating. The
 	// text is the GetVMStatus marker itself.
 	DescTerminating
 	// DescMachineSetDeleting is written by the MachineSet controller when it
-	// deletes a machine (b.5). It carries no marker, so MCM restarts the
-	// deletion pipeline at X3 (critique d.2).
+	// deletes a machine, a Failed one for instance (doc/mcm-rows.md). It
+	// carries no marker, so MCM restarts the deletion pipeline at X3
+	// (X10; MCM design problem d.2).
 	DescMachineSetDeleting
 	// DescNoTargetCluster is S1a: no target cluster, skip drain and volume
 	// attachments.
@@ -109,7 +112,7 @@ const (
 	// force deletion, which continues; <detail> is the error's text.
 	DescForceDrainFailed
 	// DescDrainFailed is S2d and S2h (TypeDelete, StateFailed) and the
-	// in-place drain failure of b.7 (TypeDrainNode, StateProcessing): cordon
+	// in-place drain failure of I2 (TypeDrainNode, StateProcessing): cordon
 	// or drain failed and is retried; <detail> is the error's text.
 	DescDrainFailed
 	// DescForceDrainSucceeded is S2e.
@@ -152,16 +155,17 @@ const (
 	// error's text.
 	DescNodeDeleteFailed
 
-	// DescInPlaceUpdating is b.7: the node was drained for an in-place update.
+	// DescInPlaceUpdating is I2: the node was drained for an in-place update.
 	DescInPlaceUpdating
 
 	// DescCreateTimeout is the library's: the machine was not created (no
-	// phase or CrashLoopBackOff) within the creation timeout (MCM #1110).
+	// phase or CrashLoopBackOff) within the creation timeout (MCM issue 1110,
+	// https://github.com/gardener/machine-controller-manager/issues/1110).
 	// <elapsed> is the configured creation timeout.
 	DescCreateTimeout
 	// DescForeignInstance is the library's: an instance found for the
 	// machine's name belongs to another incarnation of the machine (another
-	// UID, seed 002) and is deleted first; <detail> is its provider ID.
+	// UID) and is deleted first; <detail> is its provider ID.
 	DescForeignInstance
 	// DescStaleInstanceDeleted is the library's: the instance created on a
 	// stale node object (A5) was deleted at the provider.

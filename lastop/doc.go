@@ -20,14 +20,15 @@
 //
 // # Markers and steps
 //
-// MCM appends stage constants (table a.3) to its descriptions, and its
-// termination reconciler uses the description as the deletion pipeline's
-// program counter: it searches the text with strings.Contains for the
-// markers in a fixed order and runs the first step found ([StepOf]). A
+// MCM appends stage constants to its descriptions (the deletion step
+// markers of doc/mcm-rows.md), and its termination reconciler uses the
+// description as the deletion pipeline's program counter: it searches the
+// text with strings.Contains for the markers in a fixed order and runs the
+// first step found ([StepOf]). A
 // description without a marker restarts the pipeline. Because descriptions
 // embed error text, an error message containing a marker silently reroutes
-// the pipeline, and rewording a message changes behaviour (critique d.1 of
-// the decision tables).
+// the pipeline, and rewording a message changes behaviour (MCM design
+// problem d.1 in doc/mcm-rows.md).
 //
 // The library therefore keeps the step explicit in its own status and never
 // decides anything from text. Each [Desc] knows the marker its text ends

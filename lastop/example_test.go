@@ -43,7 +43,8 @@ func ExampleStepOf() {
 	fmt.Println(lastop.StepOf("Drain successful. Initiate VM deletion"))
 	fmt.Println(lastop.StepOf("Deleting machine from cloud provider"))
 
-	// Error text that embeds a marker reroutes MCM (critique d.1); Parse
+	// Error text that embeds a marker reroutes MCM (MCM design problem d.1
+	// in doc/mcm-rows.md); Parse
 	// still reports the step the text was written for.
 	text := "VM deletion failed due to - Set machine status to termination. Now, getting VM Status. Aborting operation. Initiate VM deletion"
 	fmt.Println(lastop.StepOf(text), lastop.Parse(text).Step)

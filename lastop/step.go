@@ -6,12 +6,13 @@ import (
 )
 
 // Step is a program-counter marker: one of the stage constants MCM appends to
-// its descriptions (table a.3). MCM's termination reconciler finds its next
-// deletion step by looking for these texts in the description; see [StepOf].
-// The zero value is [StepNone], no marker.
+// its descriptions (the deletion step markers of doc/mcm-rows.md). MCM's
+// termination reconciler finds its next deletion step by looking for these
+// texts in the description; see [StepOf]. The zero value is [StepNone], no
+// marker.
 type Step uint8
 
-// The steps, one per marker of table a.3.
+// The steps, one per deletion step marker of MCM.
 const (
 	// StepNone: the description carries no marker.
 	StepNone Step = iota
@@ -96,13 +97,13 @@ func (s Step) String() string {
 // contains anywhere (strings.Contains, in MCM's order), or [StepNone] when it
 // contains none, in which case MCM restarts the pipeline at X3.
 //
-// This reproduces MCM faithfully, including its flaw (critique d.1): a
-// description is searched as a whole, so error text embedded in it can
-// reroute the pipeline. A "VM deletion failed due to - <err>. ... Initiate VM
-// deletion" whose <err> contains the full GetVMStatus marker yields
-// [StepGetVMStatus], not [StepDeleteVM]; a merely similar text such as
-// "getting VM Status" alone matches nothing. To learn the step a description
-// was written for, use [Parse] instead. StepOf does not allocate.
+// This reproduces MCM faithfully, including its flaw (MCM design problem d.1
+// in doc/mcm-rows.md): a description is searched as a whole, so error text
+// embedded in it can reroute the pipeline. A "VM deletion failed due to -
+// <err>. ... Initiate VM deletion" whose <err> contains the full GetVMStatus
+// marker yields [StepGetVMStatus], not [StepDeleteVM]; a merely similar text
+// such as "getting VM Status" alone matches nothing. To learn the step a
+// description was written for, use [Parse] instead. StepOf does not allocate.
 func StepOf(description string) Step {
 	order := [...]Step{StepGetVMStatus, StepDrain, StepVolumeAttachments, StepDeleteVM, StepDeleteNode, StepRemoveFinalizer}
 	for _, s := range order {

@@ -53,7 +53,7 @@ func TestStepOfFollowsMCMOrder(t *testing.T) {
 			"Initiate machine object finalizer removal Initiate node drain Set machine status to termination. Now, getting VM Status", StepGetVMStatus},
 		{"drain is tested before VM deletion",
 			"Initiate VM deletion; Initiate node drain", StepDrain},
-		// Critique d.1: the embedded error reroutes MCM back to step 1
+		// MCM design problem d.1: the embedded error reroutes MCM back to step 1
 		// although the description was written for step 4.
 		{"an embedded error containing the full GetVMStatus marker reroutes",
 			"VM deletion failed due to - provider says: Set machine status to termination. Now, getting VM Status. However, will re-try in the next resync. Initiate VM deletion",

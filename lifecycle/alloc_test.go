@@ -49,7 +49,7 @@ func creationHappyPath(t testing.TB) []lifecycle.Input {
 	return steps
 }
 
-// DESIGN section 7: one step on the creation happy path allocates nothing.
+// One step on the creation happy path allocates nothing.
 func TestCreationHappyPathAllocatesNothing(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	k := checked(t, cfg)

@@ -10,13 +10,14 @@ import (
 )
 
 // Config holds the settings of the lifecycle, with MCM's flags as defaults
-// (table a.6). Per-machine [Overrides] win over it. Build it with
+// (doc/mcm-rows.md lists them). Per-machine [Overrides] win over it. Build it with
 // [DefaultConfig] and change what you need; [Step] refuses a Config that
 // fails [Config.Validate] (rule input.invalid-config).
 type Config struct {
 	// CreationTimeout bounds how long a machine may take from its creation
 	// time to a healthy node (MCM --machine-creation-timeout, 20m). It
-	// applies in every phase before Running (MCM #1110).
+	// applies in every phase before Running (MCM issue 1110,
+	// https://github.com/gardener/machine-controller-manager/issues/1110).
 	CreationTimeout time.Duration
 	// HealthTimeout bounds how long a machine may stay Unknown before it is
 	// marked Failed (MCM --machine-health-timeout, 10m).
@@ -41,7 +42,8 @@ type Config struct {
 	// Replacements bounds how many machines of one owner may be in flight
 	// (being replaced, created or deleted) before the fleet limiter grants
 	// no more Unknown machines their replacement (MCM's hard-coded
-	// maxReplacements = 1, MCM #688).
+	// maxReplacements = 1, MCM issue 688,
+	// https://github.com/gardener/machine-controller-manager/issues/688).
 	Replacements ReplacementLimit
 	// ForceDrainAfter forces the drain of a machine whose node has been
 	// NotReady, or ReadonlyFilesystem, for longer than this (MCM's
@@ -67,12 +69,12 @@ type Config struct {
 	PredecessorWait time.Duration
 	// VerifyOwner makes the metadata sub-flow check that the instance
 	// carries the machine's UID as its owner (GetMachineStatus's OwnerUID),
-	// and repair it with UpdateMetadata (seed 000). Turn it off for
+	// and repair it with UpdateMetadata. Turn it off for
 	// providers that cannot report owners.
 	VerifyOwner bool
 }
 
-// DefaultConfig returns MCM's defaults (table a.6).
+// DefaultConfig returns MCM's defaults (doc/mcm-rows.md lists them).
 func DefaultConfig() Config {
 	return Config{
 		CreationTimeout: 20 * time.Minute,

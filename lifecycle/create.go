@@ -11,8 +11,11 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// The creation and initialization flow (MCM tables b.2 and b.3, seed 001
-// stage A). Every pass starts with GetMachineStatus (phase A of MCM); its
+// The creation and initialization flow (MCM's creation rows A1-A10 and
+// B1-B9 and its initialization contract, doc/mcm-rows.md; Stage-A of MCM's
+// initialization proposal,
+// https://github.com/gardener/machine-controller-manager/blob/master/docs/proposals/initialize-machine.md).
+// Every pass starts with GetMachineStatus (phase A of MCM); its
 // outcome decides between creating, adopting and initializing (phase B).
 // Unlike MCM, the flow keeps its program counter in Status.Stage:
 //
@@ -115,9 +118,10 @@ func (x *decider) creating() bool {
 	return x.st.Phase == phase.None || x.st.Phase == phase.CrashLoopBackOff
 }
 
-// creationExpired reports whether the creation timeout passed. It counts
-// from the object's creation time (MCM #1110), or from the end of a wait for
-// an older incarnation of the name.
+// creationExpired reports whether the creation timeout passed. It counts from
+// the object's creation time (MCM issue 1110,
+// https://github.com/gardener/machine-controller-manager/issues/1110), or from
+// the end of a wait for an older incarnation of the name.
 func (x *decider) creationExpired() bool {
 	return x.expired(x.creationStart(), x.cfg.creationTimeout(&x.in.Object))
 }
@@ -266,10 +270,10 @@ func (x *decider) proceed(r Rule) {
 }
 
 // foreignResult reports whether a lookup by name, UID and key returned an
-// instance created for another incarnation of the machine (another UID,
-// seed 002). A lookup by a providerID this machine recorded finds its own
-// instance, whatever owner UID the provider reports (a lagging metadata key
-// is repaired, never mistaken, seed 000).
+// instance created for another incarnation of the machine (another UID). A
+// lookup by a providerID this machine recorded finds its own instance,
+// whatever owner UID the provider reports (a lagging owner metadata key is
+// repaired, never mistaken).
 func (x *decider) foreignResult(r *driverapi.Result) bool {
 	return x.ref().ProviderID == "" && r.OwnerUID != "" && r.OwnerUID != x.in.Object.UID && r.ProviderID != ""
 }
@@ -586,11 +590,11 @@ func (x *decider) settle(r Rule) {
 	x.requeue(retry.Short)
 }
 
-// createError records a failed lookup, creation or initialization (A2-A4,
-// A9): CrashLoopBackOff, or Failed once the creation timeout passed, with
-// the provider's message; retried by the code's class. The provider's
+// createError records a failed lookup, creation or initialization (A2-A4, A9):
+// CrashLoopBackOff, or Failed once the creation timeout passed, with the
+// provider's message; retried by the code's class. The provider's
 // LastKnownState is kept unless the response brings a new one (MCM clears it
-// on most codes, critique d.12).
+// on most codes: MCM design problem d.12 in doc/mcm-rows.md).
 func (x *decider) createError(rule Rule, r *driverapi.Result, code driverapi.Code, class retry.Class, lastKnown string) {
 	x.rule(rule)
 	if lastKnown != "" {

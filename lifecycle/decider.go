@@ -238,7 +238,9 @@ func (x *decider) elapsed(since Stamp) time.Duration {
 }
 
 // deadlineBase is when a timeout measured from since starts counting: never
-// before the observer was last healthy again (MCM #680, #679).
+// before the observer was last healthy again (MCM issues 680 and 679,
+// https://github.com/gardener/machine-controller-manager/issues/680 and
+// https://github.com/gardener/machine-controller-manager/issues/679).
 func (x *decider) deadlineBase(since Stamp) Stamp {
 	if ob := &x.in.Observer; !ob.Degraded {
 		return later(since, x.observed)

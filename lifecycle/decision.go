@@ -9,7 +9,7 @@ import (
 // Decision is what one [Step] decided: the status after the step, the
 // effects the shell must carry out, and when to reconcile again.
 //
-// The shell's obligations (DESIGN section 3, and the package doc): if
+// The shell's obligations (the package doc states them in full): if
 // Changed, persist Status first; then carry out Effects in order, stopping at
 // the first failure; then call Step again with an [Outcome] carrying OpID;
 // repeat until a decision neither changes the status nor has effects
@@ -45,7 +45,8 @@ type Decision struct {
 	Anomalies Anomalies
 }
 
-// MaxStepsPerPass bounds the steps of one reconcile pass (DESIGN section 3).
+// MaxStepsPerPass bounds the steps of one reconcile pass (obligation 4 of the
+// package doc).
 const MaxStepsPerPass = 8
 
 // HasCall reports whether the decision asks for a driver call.

@@ -9,7 +9,8 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// The deletion flow (MCM table b.6). Its program counter is Status.Stage:
+// The deletion flow (MCM's deletion rows X0-X10 and S1-S5, doc/mcm-rows.md).
+// Its program counter is Status.Stage:
 //
 //	X3 ─▶ GetVMStatus ─▶ Drain ─┬─────────────▶ DeleteVM ─▶ DeleteNode ─▶ RemoveFinalizer ─▶ gone
 //	                            └─(forced)─▶ Volumes ─┘
@@ -375,9 +376,11 @@ func (x *decider) drain() {
 	x.requeue(retry.Short)
 }
 
-// onDrain decides on the outcome of a drain op (S2b-S2h). A forced drain
-// goes on whatever failed; an unforced one retries with backoff from Short
-// towards Medium (MCM #703), until the drain timeout forces it.
+// onDrain decides on the outcome of a drain op (S2b-S2h). A forced drain goes
+// on whatever failed; an unforced one retries with backoff from Short towards
+// Medium (MCM issue 703,
+// https://github.com/gardener/machine-controller-manager/issues/703), until
+// the drain timeout forces it.
 func (x *decider) onDrain(rule Rule, o *Outcome) {
 	forced := rule == RuleDeleteDrainForce
 	n := o.OpID.Effects()
@@ -467,9 +470,10 @@ func (x *decider) volumes() {
 	}
 }
 
-// deleteVM is S4: DeleteMachine, always (MCM #850), by the recorded
-// providerID or else by name, UID and creation key. Only after the drain
-// succeeded, was forced or was skipped.
+// deleteVM is S4: DeleteMachine, always (MCM issue 850,
+// https://github.com/gardener/machine-controller-manager/issues/850), by the
+// recorded providerID or else by name, UID and creation key. Only after the
+// drain succeeded, was forced or was skipped.
 func (x *decider) deleteVM() {
 	st := x.st
 	if st.Flags&flagsDrained == 0 {
@@ -483,8 +487,9 @@ func (x *decider) deleteVM() {
 	x.requeue(retry.Short)
 }
 
-// onDeleteVM decides on DeleteMachine's answer (S4a-S4e). LastKnownState
-// takes the response's value only when it has one (MCM clears it, d.12).
+// onDeleteVM decides on DeleteMachine's answer (S4a-S4e). LastKnownState takes
+// the response's value only when it has one (MCM clears it, MCM design problem
+// d.12 in doc/mcm-rows.md).
 func (x *decider) onDeleteVM(r *driverapi.Result) {
 	code, class := x.classify(r)
 	if r.LastKnownState != "" {
@@ -504,9 +509,12 @@ func (x *decider) onDeleteVM(r *driverapi.Result) {
 	}
 }
 
-// deleteNode is S5: remove the node's finalizer and delete the node,
-// whenever it exists, whether or not the machine has its node label (MCM
-// #874, #875, #1044).
+// deleteNode is S5: remove the node's finalizer and delete the node, whenever
+// it exists, whether or not the machine has its node label (MCM issues
+// 874, 875 and 1044:
+// https://github.com/gardener/machine-controller-manager/issues/874,
+// https://github.com/gardener/machine-controller-manager/issues/875,
+// https://github.com/gardener/machine-controller-manager/issues/1044).
 func (x *decider) deleteNode() {
 	st := x.st
 	if st.Flags&FlagTerminated == 0 {

@@ -16,8 +16,10 @@ import (
 // Each test here checks one deviation from MCM listed in
 // doc/mcm-compat.md, by the behaviour that replaces MCM's.
 
-// MCM #1110: a machine with no phase, or in CrashLoopBackOff with a lookup
-// that keeps failing undecodably, never timed out.
+// MCM issue 1110
+// (https://github.com/gardener/machine-controller-manager/issues/1110): in MCM
+// a machine with no phase, or in CrashLoopBackOff with a lookup that keeps
+// failing undecodably, never times out.
 func TestDeviationCreationTimeoutInEveryPreRunningPhase(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	for _, p := range []phase.Phase{phase.None, phase.CrashLoopBackOff} {
@@ -106,7 +108,8 @@ func TestPastCreationNeverTimesOutOrCreates(t *testing.T) {
 	}
 }
 
-// The per-machine creation timeout wins over the Config (table a.6).
+// The per-machine creation timeout wins over the Config (as MCM's defaults in
+// doc/mcm-rows.md say).
 func TestCreationTimeoutOverride(t *testing.T) {
 	in := newInput()
 	in.Object.Overrides.CreationTimeout = 5 * time.Minute
@@ -116,9 +119,9 @@ func TestCreationTimeoutOverride(t *testing.T) {
 	require.Equal(t, "Machine machine-1 failed to be created in 5m0s; creation timeout exceeded.", lifecycle.Describe(&d.Status, machineName))
 }
 
-// DESIGN section 3: a crash right after CreateMachine (the intent was
-// saved, the result never recorded) is recognised: the next pass looks the
-// instance up on the same key and adopts it, never creating a second one.
+// A crash right after CreateMachine (the intent was saved, the result never
+// recorded) is recognised: the next pass looks the instance up on the same key
+// and adopts it, never creating a second one.
 func TestDeviationCrashAfterCreateNeverCreatesTwice(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()
@@ -151,9 +154,10 @@ func TestDeviationCrashAfterCreateNeverCreatesTwice(t *testing.T) {
 	require.False(t, d2.Changed, "the intent is already saved")
 }
 
-// Critique d.14: MCM re-initializes only when the provider reports
-// Uninitialized; a provider that answers OK lets the machine go Pending
-// without initialization. The explicit stage retries initialization.
+// MCM design problem d.14 (doc/mcm-rows.md): MCM re-initializes only when the
+// provider reports Uninitialized; a provider that answers OK lets the machine
+// go Pending without initialization. The explicit stage retries
+// initialization.
 func TestDeviationInitializationRetriedFromTheStage(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()
@@ -174,10 +178,10 @@ func TestDeviationInitializationRetriedFromTheStage(t *testing.T) {
 	require.Equal(t, phase.Pending, d.Status.Phase)
 }
 
-// A machine whose initialization has not succeeded never becomes Running,
-// even when its node joined healthy: the startup taint keeps workload off
-// until initialization is done (seed 001). MCM's H3 makes such a
-// CrashLoopBackOff machine Running.
+// A machine whose initialization has not succeeded never becomes Running, even
+// when its node joined healthy: the startup taint keeps workload off until
+// initialization is done. MCM's H3 makes such a CrashLoopBackOff machine
+// Running.
 func TestDeviationNoRunningBeforeInitialization(t *testing.T) {
 	in := withIdentity(newInput(), phase.CrashLoopBackOff)
 	in.Status.Stage = lifecycle.StageInitializing
@@ -226,9 +230,9 @@ func TestDeviationStaleInstanceDeletedUntilConfirmed(t *testing.T) {
 	require.Equal(t, driverapi.MethodNone, d.Call.Method)
 }
 
-// Seed 002: an instance that belongs to another incarnation of the machine
-// (same name, another UID) is never adopted; it is deleted, and a fresh one
-// is created under a new key.
+// An instance that belongs to another incarnation of the machine (same name,
+// another UID) is never adopted; it is deleted, and a fresh one is created
+// under a new key.
 func TestDeviationForeignIncarnationNeverAdopted(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()
@@ -253,9 +257,9 @@ func TestDeviationForeignIncarnationNeverAdopted(t *testing.T) {
 	require.Equal(t, "uid-1/1", d.Call.IdempotencyKey())
 }
 
-// Seed 000: an instance found by the providerID this machine recorded is
-// its own, whatever owner UID the provider reports (a lagging metadata key);
-// it is never deleted as another incarnation's.
+// An instance found by the providerID this machine recorded is its own,
+// whatever owner UID the provider reports (a lagging owner metadata key); it
+// is never deleted as another incarnation's.
 func TestLaggingOwnerUIDIsNotAnotherIncarnation(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := withIdentity(newInput(), phase.CrashLoopBackOff)
@@ -363,8 +367,10 @@ func TestDeletionAfterACrashedCreateFindsTheInstance(t *testing.T) {
 	require.Equal(t, nodeName, d.Status.NodeName)
 }
 
-// MCM #1035: deletion that arrives while CreateMachine is in flight. The
-// result is recorded first, so deletion finds the instance.
+// MCM issue 1035
+// (https://github.com/gardener/machine-controller-manager/issues/1035):
+// deletion that arrives while CreateMachine is in flight. The result is
+// recorded first, so deletion finds the instance.
 func TestDeviationDeletionDuringCreationKeepsTheInstance(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()
@@ -377,8 +383,11 @@ func TestDeviationDeletionDuringCreationKeepsTheInstance(t *testing.T) {
 	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
 }
 
-// MCM #680/#679: after an outage deadlines count from when the observer was
-// healthy again, so the end of an outage fails nothing at once.
+// MCM issues 680 and 679
+// (https://github.com/gardener/machine-controller-manager/issues/680,
+// https://github.com/gardener/machine-controller-manager/issues/679): after an
+// outage deadlines count from when the observer was healthy again, so the end
+// of an outage fails nothing at once.
 func TestDeviationDeadlinesCountFromObserverRecovery(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()
@@ -396,9 +405,9 @@ func TestDeviationDeadlinesCountFromObserverRecovery(t *testing.T) {
 	require.Equal(t, lifecycle.RuleCreateTimeout, step(t, cfg, in).Rule)
 }
 
-// DESIGN section 5: jitter and backoff apply from the second consecutive
-// failure; the first gets MCM's exact period. The retry time is in the
-// status, so an early reconcile waits instead of hammering the provider.
+// Jitter and backoff apply from the second consecutive failure; the first gets
+// MCM's exact period. The retry time is in the status, so an early reconcile
+// waits instead of hammering the provider.
 func TestDeviationBackoffFromTheSecondFailure(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := newInput()

@@ -9,12 +9,12 @@
 // clock, performs I/O, starts a goroutine, keeps global state or panics, and
 // it never changes its input. The same input gives the same decision.
 //
-// The flows are creation and initialization (create.go), health
-// (health.go), hot update (hotupdate.go), instance metadata (metadata.go)
-// and deletion (delete.go). Behaviour follows the decision
-// tables of Gardener's machine-controller-manager (MCM) row by row, except for the deviations
-// listed in doc/mcm-compat.md, each of which fixes an MCM issue. Every
-// decision names its [Rule], a stable identifier such as
+// The flows are creation and initialization (create.go), health (health.go),
+// hot update (hotupdate.go), instance metadata (metadata.go) and deletion
+// (delete.go). Behaviour follows Gardener's machine-controller-manager (MCM)
+// row by row, as doc/mcm-rows.md writes its decisions down, except for the
+// deviations listed in doc/mcm-compat.md, each of which fixes an MCM issue.
+// Every decision names its [Rule], a stable identifier such as
 // "create.vm-not-found".
 //
 // # The caller's obligations
@@ -109,16 +109,18 @@
 //
 // # What the input holds
 //
-// [Input] documents each observed field and how the shell fills it: the
-// machine object's fields ([Object]), the lifecycle's persisted [Status],
-// the machine's node ([Node], found by the machine's node label, else by the
-// node name the status records, else by the node's machine-name label, else
-// by providerID; a node carrying another instance's providerID is ignored,
-// and deletion acts only on a node it observed), whether it could be read, its live
-// volume attachments, the node a CreateMachine named, whether the bootstrap
-// token exists, whether the observer (API server, cloud API) is degraded and
-// since when, a problem found before asking (an invalid machine, a missing
-// class), the fleet's [Grant], and the [Outcome] of the previous decision.
+// [Input] documents each observed field and how the shell fills it: the time
+// of the step (Now), the machine object's fields ([Object]), the lifecycle's
+// persisted [Status], the machine's node ([Node], found by the machine's node
+// label, else by the node name the status records, else by the node's
+// machine-name label, else by providerID; a node carrying another instance's
+// providerID is ignored, and deletion acts only on a node it observed),
+// whether it could be read, its live volume attachments, whether the
+// bootstrap token exists, whether the observer (API server, cloud API) is
+// degraded and since when, a problem found before asking (an invalid machine,
+// a missing class), the fleet's [Grant], whether an older incarnation of the
+// machine's name is still terminating, and the [Outcome] of the previous
+// decision, which also carries the node a CreateMachine named.
 //
 // # Bad input
 //

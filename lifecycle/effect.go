@@ -8,7 +8,7 @@ type Kind uint8
 
 // The effect kinds. Each says what the shell must do; every kind except
 // [KindEvent] reports failure by stopping the decision's effects there
-// (DESIGN section 3, obligation 2). Ensure- and remove-effects are
+// (obligation 2 of the package doc). Ensure- and remove-effects are
 // idempotent: a write that finds the object already as asked succeeds.
 const (
 	// KindNone is the zero Kind; no decision holds it.

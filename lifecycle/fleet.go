@@ -93,18 +93,19 @@ func (m *Member) creating() bool {
 	return m.Phase == phase.None || m.Phase == phase.CrashLoopBackOff || m.Stage.creating()
 }
 
-// Orphans returns a DeleteMachine call for every instance of the provider
-// that no machine owns (MCM's orphan-VM collection). An instance is left
-// alone when a machine records its providerID; when a machine of its name is
-// still being created (no phase, CrashLoopBackOff, a creation stage), or
-// records no instance yet, and the instance is that incarnation's or names
-// no owner (MCM #583); and when it is
-// younger than the creation timeout, as it may belong to a creation or a
-// newer incarnation the shell's caches do not show yet. Otherwise an
-// instance of no known machine, of another incarnation (another owner UID),
-// or a second instance of a machine that recorded another one, is an
-// orphan. dst is reused when its capacity suffices; the order follows
-// instances. Linear in machines plus instances.
+// Orphans returns a DeleteMachine call for every instance of the provider that
+// no machine owns (MCM's orphan-VM collection). An instance is left alone when
+// a machine records its providerID; when a machine of its name is still being
+// created (no phase, CrashLoopBackOff, a creation stage), or records no
+// instance yet, and the instance is that incarnation's or names no owner (MCM
+// issue 583,
+// https://github.com/gardener/machine-controller-manager/issues/583); and when
+// it is younger than the creation timeout, as it may belong to a creation or a
+// newer incarnation the shell's caches do not show yet. Otherwise an instance
+// of no known machine, of another incarnation (another owner UID), or a second
+// instance of a machine that recorded another one, is an orphan. dst is reused
+// when its capacity suffices; the order follows instances. Linear in machines
+// plus instances.
 func Orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, instances []driverapi.Instance) []driverapi.Call {
 	dst = dst[:0]
 	recorded := make(map[string]struct{}, len(fleet))
@@ -142,8 +143,8 @@ func Orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, i
 		}
 		if m := byName[inst.MachineName]; m != nil && (m.creating() || m.ProviderID == "") &&
 			(inst.OwnerUID == "" || inst.OwnerUID == m.UID) {
-			// In flight (MCM #583), or to be adopted by a machine that
-			// records no instance yet.
+			// In flight, or to be adopted by a machine that records no
+			// instance yet.
 			continue
 		}
 		if c := StampOf(inst.Created); c != 0 && n.Sub(c) <= cfg.CreationTimeout {

@@ -45,7 +45,7 @@ func TestOrphans(t *testing.T) {
 		{"recorded by a deleting machine (deletion deletes it)", inst("p-2", "m-2", "uid-2", old), false},
 		{"no machine of its name", inst("p-9", "m-gone", "uid-gone", old), true},
 		{"no machine, but younger than the creation timeout (a creation the cache does not show yet)", inst("p-8", "m-brand-new", "uid-x", time.Minute), false},
-		{"its machine is still being created, same incarnation (MCM #583)", inst("p-7", "m-new", "uid-new", old), false},
+		{"its machine is still being created, same incarnation", inst("p-7", "m-new", "uid-new", old), false},
 		{"its machine is initializing and the owner is unknown", inst("p-6", "m-init", "", old), false},
 		{"its machine is being created, but the instance is another incarnation's", inst("p-5", "m-new", "uid-older", old), true},
 		{"another incarnation of a running machine", inst("p-4", "m-1", "uid-0", old), true},

@@ -11,8 +11,8 @@ import (
 )
 
 // The hot path of every flow, as the inputs of the steps a reconcile loop
-// makes on it (effects succeed, the provider answers OK): the benchmarks of
-// issue 7 part 3 in the core. bench/flows_test.go measures the same paths
+// makes on it (effects succeed, the provider answers OK): the core's flow
+// benchmarks (doc/performance.md). bench/flows_test.go measures the same paths
 // with a real machine's string lengths, next to the peer libraries.
 
 // flowPath is one flow's hot path.

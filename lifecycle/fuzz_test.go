@@ -11,8 +11,8 @@ import (
 )
 
 // stepProperty is the property of every decision: no panic, the input
-// unchanged, the same decision twice, and the promises of DESIGN section 6
-// that one decision shows.
+// unchanged, the same decision twice, and the safety promises that one
+// decision shows (lifecycletest.Check lists them).
 func stepProperty(t *rapid.T) {
 	cfg := lifecycletest.Configs().Draw(t, "config")
 	in := lifecycletest.Inputs(cfg).Draw(t, "input")

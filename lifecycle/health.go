@@ -7,12 +7,14 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// The health flow (MCM table b.4) for a machine whose instance is recorded:
-// mirror the node's conditions, move between Running and Unknown, let a
-// Pending machine join, and fail a machine that does not join in time.
-// Unlike MCM it runs whether or not the machine carries its node label (the
-// node is found by label, machine-name label or providerID), so a Pending
-// machine is never stranded (MCM D7 gap).
+// The health flow (MCM's health rows H0-H13, doc/mcm-rows.md) for a machine
+// whose instance is recorded: mirror the node's conditions, move between
+// Running and Unknown, let a Pending machine join, and fail a machine that
+// does not join in time. Unlike MCM it runs whether or not the machine carries
+// its node label (the node is found by label, machine-name label or
+// providerID), so a Pending machine is never stranded (MCM runs health only
+// for a machine with the label, D7; MCM issue 1070,
+// https://github.com/gardener/machine-controller-manager/issues/1070).
 
 // health runs a pass of the health flow.
 func (x *decider) health() {
@@ -48,10 +50,10 @@ func (x *decider) health() {
 		st.ProviderID != "" && !st.Stage.creating():
 		// H3: the node is healthy; never Running without a recorded
 		// instance that was initialized (the startup taint stays on its
-		// node, seed 001). The first join completes the creation
+		// node until then). The first join completes the creation
 		// (LastOperation Create Successful with the join time); any later
 		// one is a re-join. (Written out here, not in a function of its own:
-		// the call and its spills were a thirtieth of a join.)
+		// the call and its spills would cost a thirtieth of a join.)
 		from := st.Phase
 		if !x.setPhase(phase.Running) {
 			break
@@ -232,10 +234,11 @@ func (x *decider) pending() {
 	x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the deadline
 }
 
-// unhealthy decides for an Unknown (or InPlaceUpdateFailed) machine: wait
-// for the node to recover until the health timeout (H11); past it, unless
-// the machine disables the timeout (H10), ask the fleet limiter's grant
-// (b.5) and the provider (seed 003) before marking it Failed (H9, T4).
+// unhealthy decides for an Unknown (or InPlaceUpdateFailed) machine: wait for
+// the node to recover until the health timeout (H11); past it, unless the
+// machine disables the timeout (H10), ask the fleet limiter's grant (T1-T4)
+// and then the provider, which MCM never asks, before marking it Failed (H9,
+// T4).
 func (x *decider) unhealthy() {
 	st, o := x.st, &x.in.Object
 	if x.d.Rule == RuleNone {

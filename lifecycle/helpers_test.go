@@ -110,7 +110,7 @@ func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
 	} else {
 		require.Zero(t, d.OpID)
 	}
-	// Safety promises of DESIGN section 6 that a single decision shows.
+	// Safety promises that a single decision shows (see lifecycletest.Check).
 	if d.Call.Method == driverapi.MethodCreate {
 		require.Empty(t, in.Status.ProviderID, "CreateMachine with an instance recorded")
 		require.True(t, in.Object.DeletionTime.IsZero(), "CreateMachine while deleting")

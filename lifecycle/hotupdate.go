@@ -9,14 +9,17 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// Hot update (seed 001 stage B, which MCM never shipped): the part of a
-// machine's spec a provider can apply to a running instance (tags, say, MCM
-// #750) has a generation. A Running machine whose instance is at another
-// generation gets Driver.UpdateMachine once health has run; new instances
-// are created at the desired generation. A provider that cannot apply the
-// change in place makes the machine "need replacement": it keeps running at
-// its applied generation and is never replaced silently. A failed hot
-// update never fails the machine.
+// Hot update (Stage-B of MCM's initialization proposal, which MCM never
+// shipped:
+// https://github.com/gardener/machine-controller-manager/blob/master/docs/proposals/initialize-machine.md):
+// the part of a machine's spec a provider can apply to a running instance
+// (tags, say: MCM issue 750,
+// https://github.com/gardener/machine-controller-manager/issues/750) has a
+// generation. A Running machine whose instance is at another generation gets
+// Driver.UpdateMachine once health has run; new instances are created at the
+// desired generation. A provider that cannot apply the change in place makes
+// the machine "need replacement": it keeps running at its applied generation
+// and is never replaced silently. A failed hot update never fails the machine.
 
 // sync runs the sub-flows of a healthy Running machine after health: hot
 // update first, then metadata. At most one of them asks the driver.

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCoreImportsOnlyStandardLibrary enforces DESIGN section 2: the five core
-// packages depend on nothing outside the standard library and this module.
+// TestCoreImportsOnlyStandardLibrary enforces that the five core packages
+// depend on nothing outside the standard library and this module.
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go command not available")

@@ -73,7 +73,7 @@ type Input struct {
 // changes it only through ensure-effects.
 type Object struct {
 	// Name and UID identify the machine. A new object with an old name has
-	// a new UID: another incarnation (seed 002).
+	// a new UID: another incarnation.
 	Name, UID string
 	// Owner is the UID of the machine's owner (its MachineSet); the fleet
 	// limiter groups machines by it. "" for machines without an owner.
@@ -95,14 +95,16 @@ type Object struct {
 	// ForceDeletion reports whether [ForceDeletionLabel] parses as true.
 	ForceDeletion bool
 	// UpdateGeneration is the desired hot-update generation: the version of
-	// the part of the spec the provider can apply to a running instance
-	// (tags, say, MCM #750). A Running machine whose instance is at another
-	// generation gets an UpdateMachine; new instances are created at it.
+	// the part of the spec the provider can apply to a running instance (tags,
+	// say: MCM issue 750,
+	// https://github.com/gardener/machine-controller-manager/issues/750). A
+	// Running machine whose instance is at another generation gets an
+	// UpdateMachine; new instances are created at it.
 	UpdateGeneration int64
-	// Metadata is the desired instance metadata (read-only). The instance
-	// must also carry the machine's UID as its owner (seed 000): the
-	// lifecycle compares both with what GetMachineStatus reports and patches
-	// every difference with one UpdateMetadata.
+	// Metadata is the desired instance metadata (read-only). The instance must
+	// also carry the machine's UID as its owner: the lifecycle compares both
+	// with what GetMachineStatus reports and patches every difference with one
+	// UpdateMetadata.
 	Metadata map[string]string
 	// Overrides are the per-machine settings of the machine's spec that win
 	// over [Config].
@@ -255,8 +257,8 @@ func (p Problem) String() string {
 	return "unknown-problem"
 }
 
-// Outcome tells [Step] what happened to the previous decision's effects
-// (DESIGN section 3, shell obligations 1 to 3). Successes are reported too:
+// Outcome tells [Step] what happened to the previous decision's effects (the
+// caller's obligations 1 to 3 of the package doc). Successes are reported too:
 // the lifecycle learns that an effect was carried out only from its Outcome.
 type Outcome struct {
 	// OpID is the previous decision's [Decision.OpID]. An Outcome whose OpID

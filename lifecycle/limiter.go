@@ -8,13 +8,15 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// The fleet limiter (MCM table b.5, meltdown protection): an outage that
-// makes many nodes unhealthy must not make the controller replace a whole
-// fleet at once. MCM keys its limiter on the machine label "name" and
-// hard-codes one replacement in flight; machines without the label are not
-// limited at all (MCM #1077), and the count is taken under a permit with
-// sleeps (critique d.8). Here it is a pure function over the fleet, linear
-// in its size, keyed on the owner, with a configurable limit.
+// The fleet limiter (MCM's throttled marking as Failed, T1-T4 in
+// doc/mcm-rows.md; meltdown protection): an outage that makes many nodes
+// unhealthy must not make the controller replace a whole fleet at once. MCM
+// keys its limiter on the machine label "name" and hard-codes one replacement
+// in flight; machines without the label are not limited at all (MCM issue
+// 1077, https://github.com/gardener/machine-controller-manager/issues/1077),
+// and the count is taken under a permit with sleeps (MCM design problem d.8).
+// Here it is a pure function over the fleet, linear in its size, keyed on the
+// owner, with a configurable limit.
 
 // eligible reports whether the member is unhealthy past its health
 // timeout (counted from the observer's recovery at the latest) and may be
@@ -31,13 +33,14 @@ func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
 	return now.Sub(later(m.PhaseSince, healthySince)) >= timeout
 }
 
-// inFlight reports whether the member counts against its owner's limit: it
-// is being created, replaced or deleted (every phase but Running, Available,
+// inFlight reports whether the member counts against its owner's limit: it is
+// being created, replaced or deleted (every phase but Running, Available,
 // Unknown and InPlaceUpdateFailed, and every deleting machine), or it is
-// unhealthy and holds a grant it may still use. Unhealthy machines without
-// a grant do not count, so they never block each other (MCM counts an
-// InPlaceUpdateFailed machine, which blocks it and its peers, critique d.8),
-// and each machine counts once (MCM counts a Terminating machine twice).
+// unhealthy and holds a grant it may still use. Unhealthy machines without a
+// grant do not count, so they never block each other (MCM counts an
+// InPlaceUpdateFailed machine, which blocks it and its peers, MCM design
+// problem d.8 in doc/mcm-rows.md), and each machine counts once (MCM counts a
+// Terminating machine twice).
 func (m *Member) inFlight(eligible bool) bool {
 	if m.Deleting {
 		return true
@@ -53,11 +56,12 @@ func (m *Member) inFlight(eligible bool) bool {
 
 // Limit decides, for every machine of the fleet, whether it may be marked
 // Failed now: out[i] is the grant of fleet[i]. It groups machines by owner
-// (owner-less machines form one group, MCM #1077), counts those in flight,
-// keeps the grants machines hold while they may still use them, and grants
-// Unknown or InPlaceUpdateFailed machines past their health timeout, oldest
-// first, until Config.Replacements machines of the owner are in flight.
-// While the observer is degraded it grants nothing new.
+// (owner-less machines form one group, MCM issue 1077,
+// https://github.com/gardener/machine-controller-manager/issues/1077), counts
+// those in flight, keeps the grants machines hold while they may still use
+// them, and grants Unknown or InPlaceUpdateFailed machines past their health
+// timeout, oldest first, until Config.Replacements machines of the owner are
+// in flight. While the observer is degraded it grants nothing new.
 //
 // The shell computes it once per fleet pass from a fleet that shows every
 // status the shell itself has saved (its own writes laid over a cache that

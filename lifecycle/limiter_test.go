@@ -94,13 +94,13 @@ func TestLimit(t *testing.T) {
 			want:  []int{0, 1},
 		},
 		{
-			name:  "machines without an owner are limited together (deviation: MCM #1077)",
+			name:  "machines without an owner are limited together (deviation, doc/mcm-compat.md)",
 			cfg:   base,
 			fleet: []lifecycle.Member{member("a", "", phase.Unknown, 0), member("b", "", phase.Unknown, 1), member("c", "", phase.Unknown, 2)},
 			want:  []int{0},
 		},
 		{
-			name: "a configurable count (deviation: MCM #688)",
+			name: "a configurable count (deviation, doc/mcm-compat.md)",
 			cfg:  withLimit(lifecycle.ReplacementLimit{Count: 2}),
 			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Unknown, 1),
 				member("c", "o", phase.Unknown, 2)},
@@ -121,7 +121,7 @@ func TestLimit(t *testing.T) {
 			want:  []int{0},
 		},
 		{
-			name:  "an InPlaceUpdateFailed machine does not block itself (MCM critique d.8)",
+			name:  "an InPlaceUpdateFailed machine does not block itself",
 			cfg:   base,
 			fleet: []lifecycle.Member{member("a", "o", phase.InPlaceUpdateFailed, 0), member("b", "o", phase.Running, 0)},
 			want:  []int{0},
@@ -143,7 +143,7 @@ func TestLimit(t *testing.T) {
 			}(),
 		},
 		{
-			name: "two InPlaceUpdateFailed machines of one owner do not block each other (MCM critique d.8)",
+			name: "two InPlaceUpdateFailed machines of one owner do not block each other",
 			cfg:  base,
 			fleet: []lifecycle.Member{member("a", "o", phase.InPlaceUpdateFailed, 0),
 				member("b", "o", phase.InPlaceUpdateFailed, 1)},

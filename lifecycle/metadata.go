@@ -9,7 +9,7 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// Instance metadata (seed 000): the desired metadata (Object.Metadata, and
+// Instance metadata: the desired metadata (Object.Metadata, and
 // the machine's UID as the instance's owner) is compared with what
 // GetMachineStatus last reported. Every differing key goes out in one
 // UpdateMetadata; whatever it returns, the machine is in sync only once an

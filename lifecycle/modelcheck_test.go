@@ -23,20 +23,20 @@ import (
 // observer degrading or recovering, the limiter's grant), from new machines,
 // Running ones, machines taken over from another controller at every phase
 // and deletion step it leaves them in, and machines whose status lost a
-// write. Every transition must keep the promises of DESIGN section 6
-// (lifecycletest.Check; one instance per incarnation, none left when gone or
+// write. Every transition must keep the safety promises (those of
+// lifecycletest.Check; one instance per incarnation, none left when gone or
 // once our finalizer is removed; metadata never reported in sync while the
 // instance lacks a key). Once faults stop, every machine must reach an end
-// state, the one expected of it: from every reachable state a fault-free
-// path leads to an end state (gone or our finalizer removed, Running in
-// sync, Available, or Failed awaiting replacement), no fair cycle of
-// fault-free transitions avoids every end state through a state whose
-// deadlines have all passed (a machine waiting or looping forever), and no
-// fault-free path ends other than expected: gone once deleting, Running
-// (Available) once the instance exists and its node is healthy, Failed only
-// where a timeout can fire. Every rule of the flows must be decided (or
-// emitted) in some exploration. The explorations run in parallel; the same
-// ones draw the flow diagrams of doc/diagrams.md.
+// state, the one expected of it: from every reachable state a fault-free path
+// leads to an end state (gone or our finalizer removed, Running in sync,
+// Available, or Failed awaiting replacement), no fair cycle of fault-free
+// transitions avoids every end state through a state whose deadlines have all
+// passed (a machine waiting or looping forever), and no fault-free path ends
+// other than expected: gone once deleting, Running (Available) once the
+// instance exists and its node is healthy, Failed only where a timeout can
+// fire. Every rule of the flows must be decided (or emitted) in some
+// exploration. The explorations run in parallel; the same ones draw the flow
+// diagrams of doc/diagrams.md.
 func TestModelCheck(t *testing.T) {
 	skipUnlessExhaustive(t)
 	xs := lifecycletest.Explorations()

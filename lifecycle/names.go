@@ -27,9 +27,11 @@ const (
 	// TaintCriticalComponentsNotReady (NoSchedule) on a node keeps a Pending
 	// machine from becoming Running.
 	TaintCriticalComponentsNotReady = "node.gardener.cloud/critical-components-not-ready"
-	// TaintInstanceNotReady is the startup taint of seed 001: the kubelet
-	// registers with it and the lifecycle removes it once the machine is Running,
-	// so no workload lands before initialization finished.
+	// TaintInstanceNotReady is the startup taint of MCM's initialization
+	// proposal (MCM issue 740,
+	// https://github.com/gardener/machine-controller-manager/issues/740): the
+	// kubelet registers with it and the lifecycle removes it once the machine
+	// is Running, so no workload lands before initialization finished.
 	TaintInstanceNotReady = "node.machine.sapcloud.io/instance-not-ready"
 	// ConditionReady is the node condition that must be True for a healthy node.
 	ConditionReady = "Ready"

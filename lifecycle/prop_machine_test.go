@@ -193,8 +193,9 @@ func (w *machineWorld) invariants() {
 	}
 }
 
-// endState reports whether the machine reached one of the end states of
-// DESIGN section 6.
+// endState reports whether the machine reached one of its end states: gone,
+// Failed, or Running with its update applied (or refused) and its metadata
+// in sync.
 func (w *machineWorld) endState() bool {
 	st := &w.saved
 	m := lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: w.obj, Status: *st})
@@ -213,9 +214,9 @@ func (w *machineWorld) endState() bool {
 
 // Random sequences of driver faults, node events, taints, time, deletion,
 // hot-update generations and metadata changes, observer outages, lost status
-// writes and crashes after any effect: every decision keeps the promises of
-// DESIGN section 6, no instance is created twice or left behind, and once
-// the faults stop the machine reaches an end state.
+// writes and crashes after any effect: every decision keeps the safety
+// promises of lifecycletest.Check, no instance is created twice or left
+// behind, and once the faults stop the machine reaches an end state.
 func TestPropertyMachineLifecycle(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := newMachineWorld(t)

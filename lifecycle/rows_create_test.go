@@ -68,8 +68,8 @@ var identityEffects = []string{
 	"ensure-provider-id " + providerID,
 }
 
-// TestCreationRowsPhaseA has one case per row of MCM table b.2, phase A
-// (A1-A10): the lookup, the creation and their outcomes.
+// TestCreationRowsPhaseA has one case per row of MCM's creation flow, phase A
+// (A1-A10 in doc/mcm-rows.md): the lookup, the creation and their outcomes.
 func TestCreationRowsPhaseA(t *testing.T) {
 	fresh := newInput
 	runRows(t, []rowCase{
@@ -129,7 +129,7 @@ func TestCreationRowsPhaseA(t *testing.T) {
 				effects: []string{"event Warning CreateFailed (create.failed)"}},
 		},
 		{
-			name: "A4 LastKnownState is kept on an error path (deviation: MCM clears it, critique d.12)",
+			name: "A4 LastKnownState is kept on an error path (deviation: MCM clears it)",
 			in: func() lifecycle.Input {
 				in := fresh()
 				in.Status.LastKnownState = "nic-7 reserved"
@@ -154,7 +154,7 @@ func TestCreationRowsPhaseA(t *testing.T) {
 					"call DeleteMachine machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1"}},
 		},
 		{
-			name:    "A5 not stale when the node carries the created providerID (deviation: compare providerIDs, critique d.4)",
+			name:    "A5 not stale when the node carries the created providerID (deviation: providerIDs are compared)",
 			in:      fresh,
 			created: lifecycle.Node{Name: nodeName, ProviderID: providerID},
 			results: []driverapi.Result{notFound, ok(providerID, nodeName)},
@@ -224,8 +224,8 @@ func TestCreationRowsPhaseA(t *testing.T) {
 	})
 }
 
-// TestCreationRowsPhaseB has one case per row of MCM table b.2, phase B
-// (B1-B9), with the initialization contract of table b.3.
+// TestCreationRowsPhaseB has one case per row of MCM's creation flow, phase B
+// (B1-B9 in doc/mcm-rows.md), with MCM's initialization contract.
 func TestCreationRowsPhaseB(t *testing.T) {
 	fresh := newInput
 	created := []driverapi.Result{notFound, ok(providerID, nodeName)}

@@ -37,7 +37,7 @@ func TestDeletionGetVMStatusRows(t *testing.T) {
 				op: delOp(lastop.StateProcessing, "Initiate node drain"), effects: drainEffects},
 		},
 		{
-			name: "S1c no label, the node found by its machine-name label: recorded, not written back (deviation: MCM #875)",
+			name: "S1c no label, the node found by its machine-name label: recorded, not written back (deviation, doc/mcm-compat.md)",
 			in: func() lifecycle.Input {
 				in := terminating(lifecycle.StageGetVMStatus, 0, lastop.DescTerminating)()
 				in.Status.NodeName, in.Object.NodeLabel = "", ""
@@ -88,7 +88,7 @@ func TestDeletionGetVMStatusRows(t *testing.T) {
 				op: delOp(lastop.StateProcessing, "Skipping drain as nodeName is not a valid one for machine. Initiate VM deletion"), effects: skippedToVM},
 		},
 		{
-			name:    "S1g NotFound: on to the drain anyway, DeleteMachine is still called (MCM #850)",
+			name:    "S1g NotFound: on to the drain anyway, DeleteMachine is still called (as MCM does since its fix of DeleteMachine being skipped)",
 			in:      noNode,
 			results: []driverapi.Result{notFound},
 			want: want{rule: lifecycle.RuleDeleteLookupNotFound, phase: phase.Terminating, period: retry.Short, changed: true,
@@ -254,8 +254,10 @@ func TestDrainForcing(t *testing.T) {
 	}
 }
 
-// MCM #703: a drain that keeps failing backs off from Short towards Medium
-// instead of retrying every five seconds; the retry time is in the status.
+// MCM issue 703
+// (https://github.com/gardener/machine-controller-manager/issues/703): a drain
+// that keeps failing backs off from Short towards Medium instead of retrying
+// every five seconds; the retry time is in the status.
 func TestDeviationDrainFailuresBackOff(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
@@ -347,7 +349,7 @@ func TestDeletionVMRows(t *testing.T) {
 				op: delOp(lastop.StateProcessing, "VM deletion was successful. Initiate node object deletion"), effects: nodeDeleteEffects},
 			check: func(t *testing.T, _ lifecycle.Input, d lifecycle.Decision) {
 				require.True(t, d.Status.Flags.Has(lifecycle.FlagTerminated))
-				require.Equal(t, "disk-9 kept", d.Status.LastKnownState, "kept when the response has none (deviation: d.12)")
+				require.Equal(t, "disk-9 kept", d.Status.LastKnownState, "kept when the response has none (deviation: MCM clears it)")
 			},
 		},
 		{
@@ -453,7 +455,7 @@ func TestDeletionNodeRows(t *testing.T) {
 				op: delOp(lastop.StateFailed, `Deletion of Node Object "node-vm-1" failed due to error: etcdserver: request timed out. Initiate node object deletion`)},
 		},
 		{
-			name: "S5 the node is deleted even without the machine's node label (deviation: MCM #874, #1044)",
+			name: "S5 the node is deleted even without the machine's node label (deviation, doc/mcm-compat.md)",
 			in:   func() lifecycle.Input { in := atNode(); in.Object.NodeLabel, in.Status.NodeName = "", ""; return in },
 			want: want{rule: lifecycle.RuleDeleteNode, phase: phase.Terminating, period: retry.Short, op: vmDeleted, effects: nodeDeleteEffects},
 		},

@@ -62,8 +62,8 @@ var (
 	nodeDeleteEffects = []string{"remove-node-finalizer node-vm-1 " + lifecycle.NodeFinalizer, "delete-node node-vm-1"}
 )
 
-// TestDeletionDispatchRows has one case per dispatch row of MCM table b.6
-// (X0-X10).
+// TestDeletionDispatchRows has one case per dispatch row of MCM's deletion
+// flow (X0-X10 in doc/mcm-rows.md).
 func TestDeletionDispatchRows(t *testing.T) {
 	runRows(t, []rowCase{
 		{
@@ -76,7 +76,7 @@ func TestDeletionDispatchRows(t *testing.T) {
 			want: want{rule: lifecycle.RuleDeleteProblem, phase: phase.Running, op: joinedOp, period: retry.Long},
 		},
 		{
-			name: "X1 a creation in flight does not hold deletion (deviation: MCM #1035)",
+			name: "X1 a creation in flight does not hold deletion (deviation, doc/mcm-compat.md)",
 			in: func() lifecycle.Input {
 				in := newInput()
 				in.Status.Stage = lifecycle.StageCreating
@@ -261,8 +261,10 @@ func TestDrainForcedByAConditionWithoutTime(t *testing.T) {
 	require.Equal(t, "drain node-vm-1 timeout=2h0m0s retries=360 force", d.Lines()[2])
 }
 
-// Critique d.9: a Failed machine's node is marked Terminating with reason
-// Unhealthy, a scaled-down one with ScaleDown.
+// MCM never reaches the Terminating condition's reason Unhealthy (MCM
+// design problem d.9 in doc/mcm-rows.md). Here a Failed machine's node is
+// marked Terminating with reason Unhealthy, a scaled-down one with
+// ScaleDown.
 func TestTerminatingConditionReason(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := deletingInput()

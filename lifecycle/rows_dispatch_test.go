@@ -12,9 +12,9 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// TestDispatchRows has one case per row of MCM table b.1 (D1-D10). Where a
-// row deviates from MCM the case name says so and doc/mcm-compat.md lists
-// the deviation.
+// TestDispatchRows has one case per row of MCM's dispatch (D1-D10 in
+// doc/mcm-rows.md). Where a row deviates from MCM the case name says so and
+// doc/mcm-compat.md lists the deviation.
 func TestDispatchRows(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	running := withIdentity(newInput(), phase.Running)
@@ -54,7 +54,7 @@ func TestDispatchRows(t *testing.T) {
 				effects: []string{"event Normal MachineTerminating (delete.begins)"}},
 		},
 		{
-			name: "D3 deletion while a creation is in flight proceeds; the instance is found by the creation key (deviation: MCM #1035)",
+			name: "D3 deletion while a creation is in flight proceeds; the instance is found by the creation key (deviation, doc/mcm-compat.md)",
 			in: func() lifecycle.Input {
 				in := newInput()
 				in.Status.Stage = lifecycle.StageCreating
@@ -112,7 +112,7 @@ func TestDispatchRows(t *testing.T) {
 			want: want{rule: lifecycle.RuleHealthy, phase: phase.Running, op: joined, period: retry.Long},
 		},
 		{
-			name: "D7 Pending without the node label still runs health and joins (deviation: MCM D7 gap, #1070)",
+			name: "D7 Pending without the node label still runs health and joins (deviation, doc/mcm-compat.md)",
 			in: func() lifecycle.Input {
 				in := withIdentity(newInput(), phase.Pending)
 				in.Object.NodeLabel = "" // lost; the node is found by its machine-name label
@@ -126,7 +126,7 @@ func TestDispatchRows(t *testing.T) {
 				effects: []string{"ensure-node-label " + nodeName, "event Normal MachineRunning (health.joined)"}},
 		},
 		{
-			name: "D8 preservation is not modelled: nothing stops creation (deviation: MCM #1110 short-circuit)",
+			name: "D8 preservation is not modelled: nothing stops creation (deviation, doc/mcm-compat.md)",
 			in:   func() lifecycle.Input { return newInput() },
 			want: want{rule: lifecycle.RuleCreateLookup, period: retry.Short, effects: []string{lookupCall}},
 		},

@@ -60,9 +60,9 @@ var (
 		"{Type:DiskPressure Status:False LastHeartbeatTime:0001-01-01 00:00:00 +0000 UTC LastTransitionTime:0001-01-01 00:00:00 +0000 UTC Reason: Message:}]"
 )
 
-// TestHealthRows has one case per row of MCM table b.4 in scope (H0-H4,
-// H7, H9-H13). Where a row deviates from MCM the case name says so and
-// doc/mcm-compat.md lists the deviation.
+// TestHealthRows has one case per row of MCM's health flow in scope (H0-H4,
+// H7, H9-H13 in doc/mcm-rows.md). Where a row deviates from MCM the case name
+// says so and doc/mcm-compat.md lists the deviation.
 func TestHealthRows(t *testing.T) {
 	runRows(t, []rowCase{
 		{
@@ -196,7 +196,7 @@ func TestHealthRows(t *testing.T) {
 				effects: []string{"event Warning MachineFailed (health.join-timeout)"}},
 		},
 		{
-			name: "H9 Unknown past the health timeout, granted: the provider is asked first (deviation: seed 003)",
+			name: "H9 Unknown past the health timeout, granted: the provider is asked first (deviation, doc/mcm-compat.md)",
 			in:   func() lifecycle.Input { in := unknownInput(); in.Grant.Fail = true; return in },
 			want: want{rule: lifecycle.RuleHealthConfirm, phase: phase.Unknown, op: unknownOp, period: retry.Short, changed: true,
 				effects: []string{"call GetMachineStatus machine-1 providerID=fake:///eu-1/vm-1 uid=uid-1 key=uid-1/0"}},
@@ -314,7 +314,7 @@ func TestHealthRows(t *testing.T) {
 			want: want{rule: lifecycle.RuleHealthWaitUnknown, phase: phase.Unknown, op: unknownOp, period: 30 * time.Second},
 		},
 		{
-			name: "H12 a status write does not end the evaluation (deviation: critique d.3)",
+			name: "H12 a status write does not end the evaluation (deviation, doc/mcm-compat.md)",
 			in:   func() lifecycle.Input { in := runningInput(); in.Node = notReadyNode(); return in },
 			want: want{rule: lifecycle.RuleHealthUnhealthy, phase: phase.Unknown, op: unknownOp, period: time.Minute, changed: true,
 				effects: []string{"event Warning MachineUnhealthy (health.unhealthy)"}},
@@ -330,8 +330,9 @@ func TestHealthRows(t *testing.T) {
 	})
 }
 
-// TestThrottleRows has one case per row of MCM table b.5 (T1-T4): the
-// limiter is a pure function whose grant Step takes as input.
+// TestThrottleRows has one case per row of MCM's throttled marking as Failed
+// (T1-T4 in doc/mcm-rows.md): the limiter is a pure function whose grant Step
+// takes as input.
 func TestThrottleRows(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	grantFor := func(in lifecycle.Input, peers ...lifecycle.Member) lifecycle.Input {
@@ -373,9 +374,12 @@ func TestThrottleRows(t *testing.T) {
 	})
 }
 
-// MCM #680/#679: while the observer is degraded nothing is marked Failed;
-// afterwards the health timeout counts from its recovery, and Unknown is
-// never rewritten to Running without a healthy node.
+// MCM issues 680 and 679
+// (https://github.com/gardener/machine-controller-manager/issues/680,
+// https://github.com/gardener/machine-controller-manager/issues/679): while
+// the observer is degraded nothing is marked Failed; afterwards the health
+// timeout counts from its recovery, and Unknown is never rewritten to Running
+// without a healthy node.
 func TestDeviationHealthTimeoutAfterAnOutage(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := unknownInput()
@@ -425,8 +429,8 @@ func TestGrantReleasedOnRecovery(t *testing.T) {
 	require.False(t, d.Status.Flags.Has(lifecycle.FlagGranted))
 }
 
-// DESIGN section 5: while the observer is degraded nothing is marked Failed,
-// also when it turns degraded between a call and its outcome.
+// While the observer is degraded nothing is marked Failed, also when it turns
+// degraded between a call and its outcome.
 func TestNothingFailedWhenTheObserverDegradesMidStep(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := unknownInput()

@@ -126,7 +126,8 @@ const (
 	RuleCreateAvailable
 	// RuleCreateTimeout: a machine still being created (no phase or
 	// CrashLoopBackOff, whatever its stage) passed its creation timeout (MCM
-	// #1110).
+	// issue 1110,
+	// https://github.com/gardener/machine-controller-manager/issues/1110).
 	RuleCreateTimeout
 	// RuleCreateBackoff: a creation step failed; waiting for its retry time
 	// (Status.RetryAfter).
@@ -178,7 +179,7 @@ const (
 	// limiter has not granted its replacement (T1-T3).
 	RuleHealthAwaitGrant
 	// RuleHealthConfirm: granted; ask the provider what it sees before
-	// marking the machine Failed (seed 003).
+	// marking the machine Failed (MCM never asks).
 	RuleHealthConfirm
 	// RuleHealthConfirmFailed: the provider could not be asked; the machine
 	// is not marked Failed now and the question is retried.
@@ -252,7 +253,8 @@ const (
 	RuleDeleteVolumesDone
 	// RuleDeleteNodeUnreadable: the node could not be read (S3a, S5c).
 	RuleDeleteNodeUnreadable
-	// RuleDeleteVM: ask DeleteMachine, always (S4, MCM #850).
+	// RuleDeleteVM: ask DeleteMachine, always (S4, MCM issue 850,
+	// https://github.com/gardener/machine-controller-manager/issues/850).
 	RuleDeleteVM
 	// RuleDeleteVMDeleted: the provider deleted the instance (S4a).
 	RuleDeleteVMDeleted
@@ -285,7 +287,7 @@ const (
 	RuleDeleteBackoff
 
 	// RuleUpdate: the desired hot-update generation differs from the
-	// applied one; ask UpdateMachine (seed 001 stage B).
+	// applied one; ask UpdateMachine (hot update, see hotupdate.go).
 	RuleUpdate
 	// RuleUpdateApplied: UpdateMachine applied the generation.
 	RuleUpdateApplied

@@ -37,8 +37,7 @@ func deletionHappyPath(t testing.TB) []lifecycle.Input {
 	return steps
 }
 
-// DESIGN section 7 / issue 3: every step of the deletion happy path
-// allocates nothing.
+// Every step of the deletion happy path allocates nothing.
 func TestDeletionHappyPathAllocatesNothing(t *testing.T) {
 	k := checked(t, lifecycle.DefaultConfig())
 	steps := deletionHappyPath(t)
@@ -53,10 +52,11 @@ func TestDeletionHappyPathAllocatesNothing(t *testing.T) {
 		"delete.node-deleted", "delete.done"}, rules)
 }
 
-// A Running machine is deleted while a pod disruption budget keeps its
-// drain failing: the drain backs off (MCM #703) until the drain timeout,
-// counted from the deletion time, forces it; then the volume attachments,
-// the VM, the node and the finalizer go, in that order.
+// A Running machine is deleted while a pod disruption budget keeps its drain
+// failing: the drain backs off (MCM issue 703,
+// https://github.com/gardener/machine-controller-manager/issues/703) until the
+// drain timeout, counted from the deletion time, forces it; then the volume
+// attachments, the VM, the node and the finalizer go, in that order.
 func TestScenarioDeletionWithFailingDrainForcedAfterTimeout(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := deletingInput()

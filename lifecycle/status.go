@@ -8,10 +8,10 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// Status is the lifecycle's persisted state of one machine (DESIGN section
-// 4). Everything the flows decide on is explicit here; nothing is inferred
-// from free text. The shell saves it whenever [Decision.Changed] is true,
-// before it carries out any effect: it is the write-ahead record.
+// Status is the lifecycle's persisted state of one machine. Everything the
+// flows decide on is explicit here; nothing is inferred from free text. The
+// shell saves it whenever [Decision.Changed] is true, before it carries out
+// any effect: it is the write-ahead record.
 //
 // The value is kept compact (times are [Stamp]s, enums are bytes) because
 // copying it is the main cost of a step. Slices and maps in it are never
@@ -59,7 +59,7 @@ type Status struct {
 	// written in place).
 	Conditions []Condition
 	// OwnerUID is the machine UID the provider last reported the instance
-	// belongs to (its UID metadata, seed 000); a lagging one is repaired.
+	// belongs to (its owner UID metadata); a lagging one is repaired.
 	OwnerUID string
 	// AppliedGeneration is the hot-update generation the instance is at: the
 	// one it was created at, or the last one UpdateMachine applied.
@@ -85,9 +85,9 @@ type Status struct {
 	CreationFrom Stamp
 }
 
-// Stage is the program counter of the creation and deletion flows: the step
-// a machine is in, explicit in the status instead of hidden in a
-// description (MCM critique d.1). The zero value is StageNone.
+// Stage is the program counter of the creation and deletion flows: the step a
+// machine is in, explicit in the status instead of hidden in a description
+// (MCM design problem d.1 in doc/mcm-rows.md). The zero value is StageNone.
 type Stage uint8
 
 const (

@@ -374,8 +374,9 @@ func (x *decider) clampStamps() {
 	}
 }
 
-// dispatch is the top of a fresh decision (MCM table b.1): finalizer,
-// deletion, freeze, problems, then the flow of the machine's phase.
+// dispatch is the top of a fresh decision (MCM's dispatch rows D1-D10,
+// doc/mcm-rows.md): finalizer, deletion, freeze, problems, then the flow of
+// the machine's phase.
 func (x *decider) dispatch() {
 	if x.deleting() {
 		x.delete()

@@ -70,7 +70,7 @@ func edge(from, to Phase) string {
 		case CrashLoopBackOff:
 			return "create or initialize failed before the creation timeout (A2-A4, A9, B5)"
 		case Failed:
-			return "creation timeout (A2-A4, B5, MCM #1110) or instance on a stale node (A5)"
+			return "creation timeout (A2-A4, B5) or instance on a stale node (A5)"
 		case Running:
 			if from == CrashLoopBackOff {
 				return "node joined and healthy (H3)"
@@ -90,7 +90,7 @@ func edge(from, to Phase) string {
 		case Unknown:
 			return "node unhealthy or missing (H1, H4)"
 		case InPlaceUpdating:
-			return "node drained for MCM's in-place update (b.7)"
+			return "node drained for MCM's in-place update (I2)"
 		}
 	case Unknown:
 		switch to {

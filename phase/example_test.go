@@ -35,5 +35,5 @@ func ExampleEdges() {
 	// Output:
 	// Running -> Terminating: deletion begins (X3)
 	// Running -> Unknown: node unhealthy or missing (H1, H4)
-	// Running -> InPlaceUpdating: node drained for MCM's in-place update (b.7)
+	// Running -> InPlaceUpdating: node drained for MCM's in-place update (I2)
 }

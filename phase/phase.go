@@ -131,7 +131,8 @@ func (p *Phase) UnmarshalText(text []byte) error {
 
 // Creating reports whether p is a phase of a machine whose instance is not
 // yet known to be up: [None], [CrashLoopBackOff] and [Pending]. The creation
-// timeout applies to all of them (MCM #1110).
+// timeout applies to all of them (MCM issue 1110,
+// https://github.com/gardener/machine-controller-manager/issues/1110).
 func (p Phase) Creating() bool {
 	return p == None || p == CrashLoopBackOff || p == Pending
 }

@@ -82,8 +82,9 @@ func TestEdgesAgreeWithAllowed(t *testing.T) {
 }
 
 func TestDeclaredEdges(t *testing.T) {
-	// The relation the flows rely on (DESIGN section 6: every phase change is
-	// declared). Each line is a promise; removing one must be deliberate.
+	// The relation the flows rely on (a safety promise of lifecycletest.Check:
+	// every phase change is declared). Each line is a promise; removing one
+	// must be deliberate.
 	must := [][2]Phase{
 		{None, Pending}, {None, Available}, {None, CrashLoopBackOff}, {None, Failed}, {None, Terminating},
 		{CrashLoopBackOff, Pending}, {CrashLoopBackOff, Available}, {CrashLoopBackOff, Failed}, {CrashLoopBackOff, Running},

@@ -216,8 +216,8 @@ func TestJitterIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestJitterSpreadsAFleet checks DESIGN section 5: the resync requeues of a
-// fleet cover the jitter window instead of clustering.
+// TestJitterSpreadsAFleet checks that the resync requeues of a fleet cover
+// the jitter window instead of clustering.
 func TestJitterSpreadsAFleet(t *testing.T) {
 	const (
 		keys    = 10_000

@@ -7,7 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPeriodsMatchMCM pins the four MCM retry periods (tables a.5).
+// TestPeriodsMatchMCM pins the four MCM retry periods (the retry periods of
+// doc/mcm-rows.md).
 func TestPeriodsMatchMCM(t *testing.T) {
 	require.Equal(t, 200*time.Millisecond, Conflict)
 	require.Equal(t, 5*time.Second, Short)

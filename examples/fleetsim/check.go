@@ -10,8 +10,8 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// Violation is a broken promise: of DESIGN section 6 in one decision, or of
-// the end state of the fleet.
+// Violation is a broken promise: a safety promise of one decision (those
+// lifecycletest.Check lists), or the end state of the fleet.
 type Violation struct {
 	// Shard and Machine say where; UID is the machine's incarnation.
 	Shard   int
@@ -49,8 +49,9 @@ func (w *shard) violation(mi int32, what string) {
 	}
 }
 
-// check asserts the single-step promises of DESIGN section 6 on a decision
-// and the input it was made from. It allocates only to report a violation.
+// check asserts the single-step safety promises (those lifecycletest.Check
+// lists) on a decision and the input it was made from. It allocates only to
+// report a violation.
 func (w *shard) check(mi int32, in *lifecycle.Input, d *lifecycle.Decision) {
 	// A driver call is the last effect, and the only one.
 	effects := d.Effects.Slice()

@@ -1,8 +1,8 @@
-// Package fleetsim is a deterministic fleet simulator for the lifecycle
-// core: it drives many machines through full lifecycles in simulated time
-// against a fault-injecting in-memory provider and cluster, checks every
-// decision against the safety promises of DESIGN section 6, and checks the
-// end state of the fleet against its liveness promises.
+// Package fleetsim is a deterministic fleet simulator for the lifecycle core:
+// it drives many machines through full lifecycles in simulated time against a
+// fault-injecting in-memory provider and cluster, checks every decision
+// against the safety promises lifecycletest.Check lists, and checks the end
+// state of the fleet against its liveness promises.
 //
 // # What happens
 //

@@ -111,9 +111,10 @@ func TestLeakedVMIsCaught(t *testing.T) {
 // With a teardown every machine ends its lifecycle deleted, with faults
 // going on meanwhile: no machine, no instance and no orphan is left.
 // Reused names with force-removed predecessors leave orphan nodes that
-// carry the name's machine-name label. Seed 13 once drained two of them
-// while deleting a machine that had recorded no instance; the lifecycle now
-// asks the provider first, and the check would catch a relapse.
+// carry the name's machine-name label. With seed 13 machines that recorded
+// no instance are deleted next to such nodes; the lifecycle asks the
+// provider before it drains one, and the check catches a drained node that
+// was not the machine's.
 func TestOrphanNodesOfReusedNamesAreNotDrained(t *testing.T) {
 	o := small(5000)
 	o.Seed, o.ForceRemove, o.Reuse = 13, 0.3, 1
@@ -122,9 +123,9 @@ func TestOrphanNodesOfReusedNamesAreNotDrained(t *testing.T) {
 }
 
 // Stale node names and unreadable nodes together: a CreateMachine that
-// failed but took effect named a stale node, the lookup after it recorded
-// that name, and when the node could not be read deletion drained the node
-// of that name, another instance's. Seed 2 drained two such nodes.
+// failed but took effect names a stale node, the lookup after it records
+// that name, and the node cannot be read; deletion must not drain the node
+// of that name, another instance's. Seed 2 produces such machines.
 func TestStaleAndUnreadableNodesAreNeverDrained(t *testing.T) {
 	o := small(10000)
 	o.Seed, o.StaleNode, o.NodeReadFail = 2, 0.05, 0.05
@@ -133,9 +134,9 @@ func TestStaleAndUnreadableNodesAreNeverDrained(t *testing.T) {
 }
 
 // Clock jumps of up to six hours on half the steps: a step with the clock
-// hours ahead stamped the phase's start in the future, and the machine
-// waited for real time to catch up. Seed 2 left machines Unknown at the
-// end.
+// hours ahead must not leave the phase's start stamped in the future, where
+// the machine would wait for real time to catch up (with seed 2, Unknown at
+// the end of the run).
 func TestClockJumpsStrandNoMachine(t *testing.T) {
 	o := small(10000)
 	o.Seed, o.ClockJump, o.ClockJumpMax = 2, 0.5, 6*time.Hour

@@ -1,9 +1,9 @@
-// Package lifecycletest is the test harness of package lifecycle, shipped
-// for users as etcd ships rafttest: a checker of the promises every decision
-// keeps (DESIGN section 6), rapid generators of inputs, a fault-injecting
-// in-memory driver, and an exhaustive bounded exploration of one machine's
-// world ([Explore]) that reports every decision it observed and checks that,
-// once faults stop, every machine reaches the end expected of it. Use it in
+// Package lifecycletest is the test harness of package lifecycle, shipped for
+// users as etcd ships rafttest: a checker of the promises every decision keeps
+// (listed on [Check]), rapid generators of inputs, a fault-injecting in-memory
+// driver, and an exhaustive bounded exploration of one machine's world
+// ([Explore]) that reports every decision it observed and checks that, once
+// faults stop, every machine reaches the end expected of it. Use it in
 // property tests of a controller that embeds the lifecycle, or of the
 // lifecycle itself; the lifecycle's model check and the flow diagrams of
 // doc/diagrams.md run [Explorations].
@@ -25,8 +25,8 @@ import (
 // ErrPromise is wrapped by every error [Check] returns.
 var ErrPromise = errors.New("lifecycle promise broken")
 
-// Check checks the safety promises of DESIGN section 6 that one decision
-// shows, given the configuration and input it was made from:
+// Check checks the safety promises that one decision shows, given the
+// configuration and input it was made from:
 //
 //   - at most one driver call, always the last effect, and every effect of
 //     a declared kind;

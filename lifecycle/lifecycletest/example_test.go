@@ -10,10 +10,10 @@ import (
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 )
 
-// Check every decision against the promises of DESIGN section 6. In a
+// Check every decision against the safety promises [Check] lists. In a
 // property test, draw the inputs with rapid.Check(t, ...) and
-// lifecycletest.Inputs(cfg).Draw(t, "input"); here Example draws fixed
-// ones, so the output is stable.
+// lifecycletest.Inputs(cfg).Draw(t, "input"); here Example draws fixed ones,
+// so the output is stable.
 func ExampleCheck() {
 	cfg := lifecycle.DefaultConfig()
 	broken := 0

@@ -175,11 +175,10 @@ func (s *wState) nodeObject() lifecycle.Node {
 	return lifecycle.Node{}
 }
 
-// end reports whether the state is an end state of DESIGN section 6: gone,
-// or deleting with our finalizer removed once the instance is gone;
-// Running with its update applied (or refused) and its metadata in sync, as
-// the lifecycle reports it and as the instance really carries it;
-// Available; or Failed.
+// end reports whether the state is an end state: gone, or deleting with our
+// finalizer removed once the instance is gone; Running with its update applied
+// (or refused) and its metadata in sync, as the lifecycle reports it and as
+// the instance really carries it; Available; or Failed.
 func (s *wState) end() bool {
 	st := &s.st
 	switch {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The public API guarded (issue 6). api/ holds, for each core package, the
+# The public API guarded. api/ holds, for each core package, the
 # listing of its exported API as it was last recorded:
 #
 #   api/NAME.txt     one feature a line (tools/api/main.go): what a reviewer reads

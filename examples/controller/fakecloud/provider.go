@@ -26,7 +26,7 @@ type Instance struct {
 	// NodeName is the name its node registers with, "vm-<n>".
 	NodeName string
 	// MachineName and OwnerUID name the machine it was created for; the
-	// owner UID is kept up to date by UpdateMetadata (seed 000).
+	// owner UID is kept up to date by UpdateMetadata.
 	MachineName, OwnerUID string
 	// Key is the idempotency key of the creation.
 	Key string
