@@ -19,7 +19,6 @@ import (
 //
 //	lifecycle           lifecycle.Step, Config and Input by value, Decision returned
 //	lifecycle-into      lifecycle.StepInto into a caller-owned Decision
-//	lifecycle-on        lifecycle.StepOn: the machine's status kept in that Decision
 //	looplab             github.com/looplab/fsm, no callbacks
 //	stateless           github.com/qmuntal/stateless, FiringImmediate, no guards
 //	pure-value          PureValue, the floor of Step's shape
@@ -95,23 +94,6 @@ func BenchmarkReuse(b *testing.B) {
 				b.Fatalf("step %d: %s", i, d.String())
 			}
 			in.Status = d.Status
-			i++
-		}
-	})
-	b.Run("impl=lifecycle-on", func(b *testing.B) {
-		// The machine's status stays in the Decision, as a peer's state
-		// stays in its instance: nothing is copied between steps.
-		in := f.reuse(0)
-		var d lifecycle.Decision
-		d.Status = in.Status
-		i := 0
-		b.ReportAllocs()
-		for b.Loop() {
-			in.Node.Conditions = f.conds(i)
-			lifecycle.StepOn(&d, &f.Checked, &in)
-			if d.Status.Phase != reusePhases[i&1] || d.Effects.Len() != 1 {
-				b.Fatalf("step %d: %s", i, d.String())
-			}
 			i++
 		}
 	})
@@ -211,19 +193,6 @@ func BenchmarkFresh(b *testing.B) {
 			check(b, d.Status.Phase, d.Effects.Len(), 4)
 		}
 	})
-	b.Run("impl=lifecycle-on", func(b *testing.B) {
-		// As lifecycle-into, but the stored status is decoded into the
-		// worker's Decision rather than its Input.
-		var d lifecycle.Decision
-		var in lifecycle.Input
-		b.ReportAllocs()
-		for b.Loop() {
-			assembleObserved(&in, &src)
-			d.Status = src.Status
-			lifecycle.StepOn(&d, &f.Checked, &in)
-			check(b, d.Status.Phase, d.Effects.Len(), 4)
-		}
-	})
 	b.Run("impl=looplab", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -292,12 +261,6 @@ func BenchmarkFresh(b *testing.B) {
 // copies it (Go 1.26). TestAssembleSetsEveryField keeps it complete.
 func assemble(in, src *lifecycle.Input) {
 	in.Status = src.Status
-	assembleObserved(in, src)
-}
-
-// assembleObserved is assemble for StepOn, which takes the status from the
-// worker's Decision and never reads the Input's: every field but Status.
-func assembleObserved(in, src *lifecycle.Input) {
 	in.Now = src.Now
 	in.Object = src.Object
 	in.Node = src.Node
@@ -335,17 +298,6 @@ func BenchmarkRehydrate(b *testing.B) {
 		for b.Loop() {
 			in.Status = stored
 			lifecycle.StepInto(&d, &f.Checked, &in)
-			if d.Status.Phase != phase.Running {
-				b.Fatal(d.String())
-			}
-		}
-	})
-	b.Run("impl=lifecycle-on", func(b *testing.B) {
-		var d lifecycle.Decision
-		b.ReportAllocs()
-		for b.Loop() {
-			d.Status = stored
-			lifecycle.StepOn(&d, &f.Checked, &in)
 			if d.Status.Phase != phase.Running {
 				b.Fatal(d.String())
 			}

@@ -59,8 +59,6 @@ func TestCreationHappyPathAllocatesNothing(t *testing.T) {
 		require.Zero(t, n, "step %d (%s) allocates", i, d.Rule)
 		n = testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, k, &in) })
 		require.Zero(t, n, "StepInto %d (%s) allocates", i, d.Rule)
-		n = testing.AllocsPerRun(200, func() { d.Status = in.Status; lifecycle.StepOn(&d, k, &in) })
-		require.Zero(t, n, "StepOn %d (%s) allocates", i, d.Rule)
 	}
 }
 

@@ -197,14 +197,14 @@ func (c *Config) check(bad func(format string, args ...any)) {
 	}
 }
 
-// Checked is a Config that passed [Config.Validate], for [StepInto] and
-// [StepOn]. A controller checks its configuration once, when it starts, and
-// steps every machine with the result; they then do not check the
-// configuration again at every step, as [Step] does. A Checked holds its own copy of the
+// Checked is a Config that passed [Config.Validate], for [StepInto]. A
+// controller checks its configuration once, when it starts, and steps every
+// machine with the result; StepInto then does not check the configuration
+// again at every step, as [Step] does. A Checked holds its own copy of the
 // Config, NodeConditions included, so changing the Config afterwards does
 // not reach it; it is read-only and may be shared by any number of workers.
 //
-// The zero Checked holds no configuration: StepInto and StepOn refuse it
+// The zero Checked holds no configuration: StepInto refuses it
 // with rule input.invalid-config, as Step refuses an invalid Config.
 type Checked struct {
 	cfg Config
@@ -216,14 +216,11 @@ type Checked struct {
 type derived struct {
 	// valid reports whether the Config passes Validate.
 	valid bool
-	// resyncWidth is the jitter window of the Long resync requeue
-	// (decider.resync).
-	resyncWidth time.Duration
 }
 
 // derive computes what a step derives from c.
 func derive(c *Config) derived {
-	return derived{valid: c.valid(), resyncWidth: retry.JitterWidth(retry.Long, c.Retry.JitterPercent)}
+	return derived{valid: c.valid()}
 }
 
 // Check validates the Config and returns a [Checked] copy of it, or the

@@ -55,9 +55,7 @@ func (x *decider) backoff(base time.Duration, failures uint8) {
 // the machine's deterministic jitter so a fleet does not resync at once.
 func (x *decider) resync() {
 	x.d.Period = retry.Long
-	// x.cfg.Retry.Spread(retry.Long, uid), with the jitter width derived
-	// once (Long plus less than Long cannot overflow).
-	x.d.Requeue = retry.Long + retry.JitterIn(x.in.Object.UID, 0, x.pre.resyncWidth)
+	x.d.Requeue = retry.Resync(x.in.Object.UID, x.cfg.Retry.JitterPercent)
 }
 
 // put appends an effect of kind k and returns it, for the caller to set

@@ -146,9 +146,8 @@
 // fixed-capacity array inside the Decision, descriptions are rendered only
 // when the shell asks ([Describe]), and slices and maps of the input are
 // shared, never copied. [StepInto] avoids copying the values in and out
-// and takes a configuration checked once ([Config.Check]); [StepOn] also
-// keeps the machine's status in the caller's Decision between the steps of
-// a pass. A worker that keeps one Decision and one Input and reuses them
-// from machine to machine pays for the flow's logic alone, well under a
-// tenth of a microsecond per step (doc/performance.md).
+// and takes a configuration checked once ([Config.Check]). A worker that
+// keeps one Decision and one Input and reuses them from machine to machine
+// pays for the flow's logic alone, well under a tenth of a microsecond per
+// step (doc/performance.md).
 package lifecycle

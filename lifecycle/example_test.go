@@ -111,10 +111,10 @@ func ExampleConfig_Validate() {
 	// lifecycle: invalid config: MaxEvictRetries must not be negative, got -1
 }
 
-// A pass that keeps the machine's status in its Decision: each step after
-// the first decides from the status the previous one left there (saved by
-// the shell when it changed), so nothing is copied between the steps.
-func ExampleStepOn() {
+// A pass with one Decision reused from step to step: StepInto overwrites
+// it, and each step after the first decides from the status the previous
+// one left (saved by the shell when it changed).
+func ExampleStepInto() {
 	checked, err := lifecycle.DefaultConfig().Check()
 	if err != nil {
 		fmt.Println(err)
@@ -124,10 +124,11 @@ func ExampleStepOn() {
 		Now:    time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC),
 		Object: lifecycle.Object{Name: "machine-a", UID: "uid-a", Owner: "set-a", Finalizer: true},
 	}
-	var d lifecycle.Decision // d.Status is the machine's status: none yet
+	var d lifecycle.Decision
 	for range 2 {
-		lifecycle.StepOn(&d, &checked, &in)
+		lifecycle.StepInto(&d, &checked, &in)
 		fmt.Println(d.Rule, "|", lifecycle.CallString(d.Call))
+		in.Status = d.Status // as saved
 		// The shell saves d.Status when d.Changed, carries out the effects
 		// and feeds their outcome back: the provider has no instance.
 		in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len(),

@@ -105,8 +105,6 @@ func TestFlowPathsAllocateNothing(t *testing.T) {
 				var d lifecycle.Decision
 				require.Zero(t, testing.AllocsPerRun(50, func() { d = lifecycle.Step(cfg, in) }), "Step %d (%s)", i, d.Rule)
 				require.Zero(t, testing.AllocsPerRun(50, func() { lifecycle.StepInto(&d, k, &in) }), "StepInto %d (%s)", i, d.Rule)
-				require.Zero(t, testing.AllocsPerRun(50, func() { d.Status = in.Status; lifecycle.StepOn(&d, k, &in) }),
-					"StepOn %d (%s)", i, d.Rule)
 			}
 			if p.name == "health-timeout" {
 				d := lifecycle.Step(cfg, p.steps[len(p.steps)-1])

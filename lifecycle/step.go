@@ -42,26 +42,7 @@ func StepInto(d *Decision, cfg *Checked, in *Input) {
 	d.Effects.clearFrom(stale)
 }
 
-// StepOn is [StepInto] for a caller that keeps the machine's status in its
-// Decision: it decides from d.Status instead of in.Status, which it does
-// not read. StepOn(&d, &k, &in) leaves in d what StepInto(&d, &k, &in2)
-// leaves, where in2 is in with its Status replaced by d.Status.
-//
-// A pass steps one machine several times: each step after the first needs
-// the status the previous one decided (once saved, or when it did not
-// change). StepOn spares copying it out of the decision into the input and
-// back, two 248-byte copies read right after the step wrote them, which
-// cost about a tenth of a health step (doc/performance.md). A reconcile may also decode the stored status into
-// the worker's Decision directly and start with StepOn. After a failed
-// status write the next step must see the status as it was saved: put that
-// in d.Status, or use StepInto.
-func StepOn(d *Decision, cfg *Checked, in *Input) {
-	stale := d.reset(&d.Status)
-	decide(d, &cfg.cfg, in, &cfg.pre)
-	d.Effects.clearFrom(stale)
-}
-
-// reset makes d the zero Decision holding *st (st may be &d.Status), but
+// reset makes d the zero Decision holding *st, but
 // for the effect slots the previous decision used: it returns their number,
 // and the caller clears those the new decision did not overwrite
 // (Effects.clearFrom). Slots past them are zero already: Effects' storage
@@ -70,9 +51,7 @@ func StepOn(d *Decision, cfg *Checked, in *Input) {
 func (d *Decision) reset(st *Status) (stale int) {
 	stale = int(d.Effects.n)
 	d.Effects.n = 0
-	if st != &d.Status { // StepOn keeps the status where it is
-		d.Status = *st
-	}
+	d.Status = *st
 	d.Changed = false
 	if d.Call.Method != driverapi.MethodNone {
 		// Every call a step writes has a method (see decider.call), so a

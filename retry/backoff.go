@@ -58,6 +58,15 @@ func (p Policy) Spread(d time.Duration, key string) time.Duration {
 	return addSat(d, Jitter(key, 0, d, p.JitterPercent))
 }
 
+// Resync returns the requeue of a machine with nothing to do: the Long
+// period plus key's steady-state jitter at percent, that is
+// Policy{JitterPercent: percent}.Spread(Long, key). Keyed by the machine's
+// UID, it spreads a fleet's resyncs over the jitter window; the width of
+// the window is a constant multiple of percent, so it costs one hash.
+func Resync(key string, percent int) time.Duration {
+	return Long + jitterIn(key, 0, jitterWidth(Long, percent))
+}
+
 // Jitter returns a deterministic duration in [0, w), where w is the jitter
 // width d*percent/100 rounded down. The same (key, attempt, d, percent) give
 // the same result on every run and platform. It never allocates.
@@ -85,14 +94,14 @@ func (p Policy) Spread(d time.Duration, key string) time.Duration {
 // This function is a compatibility contract: changing it moves every
 // machine's requeue time.
 func Jitter(key string, attempt uint32, d time.Duration, percent int) time.Duration {
-	return JitterIn(key, attempt, JitterWidth(d, percent))
+	return jitterIn(key, attempt, jitterWidth(d, percent))
 }
 
-// JitterWidth returns the width of [Jitter]'s window for period d at
+// jitterWidth returns the width of [Jitter]'s window for period d at
 // percent: d*percent/100 rounded down, computed without overflow as
 // Jitter's doc says. It is 0 when d or percent is not positive or d is too
 // small; a percent above 100 acts as 100.
-func JitterWidth(d time.Duration, percent int) time.Duration {
+func jitterWidth(d time.Duration, percent int) time.Duration {
 	if d <= 0 || percent <= 0 {
 		return 0
 	}
@@ -103,11 +112,10 @@ func JitterWidth(d time.Duration, percent int) time.Duration {
 	return d/100*pc + d%100*pc/100
 }
 
-// JitterIn returns the value of [Jitter] for a window of the given width:
-// Jitter(key, attempt, d, percent) equals JitterIn(key, attempt,
-// JitterWidth(d, percent)). A caller that jitters the same period for many
-// keys computes the width once. A width that is not positive gives 0.
-func JitterIn(key string, attempt uint32, width time.Duration) time.Duration {
+// jitterIn returns the value of [Jitter] for a window of the given width:
+// Jitter(key, attempt, d, percent) equals jitterIn(key, attempt,
+// jitterWidth(d, percent)). A width that is not positive gives 0.
+func jitterIn(key string, attempt uint32, width time.Duration) time.Duration {
 	if width <= 0 {
 		return 0
 	}

@@ -135,12 +135,12 @@ func TestSpread(t *testing.T) {
 	require.Equal(t, time.Duration(math.MaxInt64), Policy{JitterPercent: 100}.Spread(math.MaxInt64, uid))
 }
 
-func TestJitterInNonPositiveWidthIsZero(t *testing.T) {
+func TestJitterNonPositiveWidthIsZero(t *testing.T) {
 	for _, w := range []time.Duration{0, -1, math.MinInt64} {
-		require.Zero(t, JitterIn(uid, 3, w))
+		require.Zero(t, jitterIn(uid, 3, w))
 	}
-	require.Equal(t, time.Minute, JitterWidth(Long, 10))
-	require.Equal(t, Jitter(uid, 0, Long, 10), JitterIn(uid, 0, time.Minute))
+	require.Equal(t, time.Minute, jitterWidth(Long, 10))
+	require.Equal(t, Jitter(uid, 0, Long, 10), jitterIn(uid, 0, time.Minute))
 }
 
 func TestJitterBounds(t *testing.T) {
@@ -288,12 +288,12 @@ func TestDifferentialAgainstNaiveReference(t *testing.T) {
 		if got, want := Jitter(key, n, d, p.JitterPercent), naiveJitter(key, n, d, p.JitterPercent); got != want {
 			t.Fatalf("round %d: Jitter(%q, %d, %d, %d) = %d, naive %d", i, key, n, d, p.JitterPercent, got, want)
 		}
-		w := JitterWidth(d, p.JitterPercent)
+		w := jitterWidth(d, p.JitterPercent)
 		if want := naiveWidth(d, p.JitterPercent); w != want {
-			t.Fatalf("round %d: JitterWidth(%d, %d) = %d, naive %d", i, d, p.JitterPercent, w, want)
+			t.Fatalf("round %d: jitterWidth(%d, %d) = %d, naive %d", i, d, p.JitterPercent, w, want)
 		}
-		if got, want := JitterIn(key, n, w), Jitter(key, n, d, p.JitterPercent); got != want {
-			t.Fatalf("round %d: JitterIn(%q, %d, %d) = %d, Jitter %d", i, key, n, w, got, want)
+		if got, want := jitterIn(key, n, w), Jitter(key, n, d, p.JitterPercent); got != want {
+			t.Fatalf("round %d: jitterIn(%q, %d, %d) = %d, Jitter %d", i, key, n, w, got, want)
 		}
 	}
 }
@@ -352,7 +352,7 @@ func naiveSpread(p Policy, d time.Duration, key string) time.Duration {
 // naiveJitter is the reference for Jitter, written from its documentation
 // with other tools: the key's words listed first (encoding/binary on
 // copies), big.Int for the width and the scaling onto it.
-// naiveWidth is the reference for JitterWidth: d*percent/100 in big.Int.
+// naiveWidth is the reference for jitterWidth: d*percent/100 in big.Int.
 func naiveWidth(d time.Duration, percent int) time.Duration {
 	if percent > 100 {
 		percent = 100
@@ -511,4 +511,21 @@ func TestBackoffUnlimitedCapDoublesExactly(t *testing.T) {
 	// 5s * 2^30 > 2^62 still fits; 5s * 2^31 does not and saturates at the cap.
 	require.Equal(t, Short<<30, Policy{}.Backoff(Short, math.MaxInt64, 31, uid))
 	require.Equal(t, time.Duration(math.MaxInt64), Policy{}.Backoff(Short, math.MaxInt64, 32, uid))
+}
+
+// Resync is Spread of the Long period under a Policy with that jitter
+// percent, for every percent (out of range ones included) and any key.
+func TestResyncIsSpreadOfLong(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for i := range 10000 {
+		key := fmt.Sprintf("%016x", r.Uint64())[:r.IntN(16)+1]
+		if i%3 == 0 {
+			key = fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xffff, r.Uint32()&0xffff, r.Uint64()&0xffffffffffff)
+		}
+		percent := r.IntN(240) - 20
+		want := Policy{JitterPercent: percent}.Spread(Long, key)
+		require.Equal(t, want, Resync(key, percent), "key %q, percent %d", key, percent)
+		require.GreaterOrEqual(t, Resync(key, percent), Long)
+	}
+	require.Equal(t, Long, Resync("uid", 0))
 }
