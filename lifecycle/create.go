@@ -520,15 +520,6 @@ func (x *decider) initialize(r Rule) {
 	x.requeue(retry.Short)
 }
 
-// initializes reports whether a decision of rule r may ask InitializeMachine.
-func (r Rule) initializes() bool {
-	switch r {
-	case RuleCreateCreated, RuleCreateUninitialized, RuleCreateAdopted, RuleCreateRecorded:
-		return true
-	}
-	return false
-}
-
 // onInitialize decides on InitializeMachine's answer (B3-B6, B8).
 func (x *decider) onInitialize(r *driverapi.Result) {
 	if x.deleting() {

@@ -381,8 +381,8 @@ func (x *decider) drain() {
 // Medium (MCM issue 703,
 // https://github.com/gardener/machine-controller-manager/issues/703), until
 // the drain timeout forces it.
-func (x *decider) onDrain(rule Rule, o *Outcome) {
-	forced := rule == RuleDeleteDrainForce
+func (x *decider) onDrain(o *Outcome) {
+	forced := o.OpID.Rule() == RuleDeleteDrainForce
 	n := o.OpID.Effects()
 	if o.Ran >= n {
 		x.drained(forced)
@@ -576,39 +576,24 @@ func failedAt(o *Outcome, tail int) int {
 	return o.Ran - (o.OpID.Effects() - tail)
 }
 
-// handlesWrites reports whether the outcome of rule r's effects, which
-// hold no driver call, needs its own handling.
-func (r Rule) handlesWrites() bool {
-	switch r {
-	case RuleDeleteDrain, RuleDeleteDrainForce, RuleDeleteVolumes, RuleDeleteNode, RuleDeleteRemoveFinalizer:
-		return true
-	}
-	return false
+// onVolumesDetaching decides after the deletion of the volume attachments:
+// they go asynchronously; look again after Short (S3d).
+func (x *decider) onVolumesDetaching(*Outcome) {
+	x.rule(RuleDeleteVolumesWait)
+	x.requeue(retry.Short)
 }
 
-// onWrites decides on the outcome of an op of API writes that needs its own
-// handling.
-func (x *decider) onWrites(r Rule, o *Outcome) {
-	switch r {
-	case RuleDeleteDrain, RuleDeleteDrainForce:
-		x.onDrain(r, o)
-	case RuleDeleteVolumes:
-		// S3d: attachments go asynchronously; look again after Short.
-		x.rule(RuleDeleteVolumesWait)
-		x.requeue(retry.Short)
-	case RuleDeleteNode:
-		x.onNodeDelete(o)
-	case RuleDeleteRemoveFinalizer:
-		if o.Ran >= o.OpID.Effects() {
-			x.rule(RuleDeleteDone)
-			x.gone = true
-			return
-		}
-		if o.Stopped == WriteConflict {
-			x.rule(RuleWriteConflict)
-			x.requeue(retry.Conflict)
-			return
-		}
+// onFinalizerRemoved decides on the outcome of the finalizer's removal: the
+// machine is gone once it ran.
+func (x *decider) onFinalizerRemoved(o *Outcome) {
+	switch {
+	case o.Ran >= o.OpID.Effects():
+		x.rule(RuleDeleteDone)
+		x.gone = true
+	case o.Stopped == WriteConflict:
+		x.rule(RuleWriteConflict)
+		x.requeue(retry.Conflict)
+	default:
 		x.rule(RuleWriteFailed)
 		x.requeue(retry.Short)
 	}

@@ -4,11 +4,22 @@ import "github.com/purelifecycle/machine/driverapi"
 
 // OpEmittable reports whether the op of decision d, made for a machine
 // whose deletion was requested or not, is one the outcome check accepts at
-// the status d leaves (ops.go): a decision whose own outcome would be
-// refused breaks it.
+// the status d leaves (ops.go), and whether its driver call is the one the
+// rule table routes to the op's handler: a decision whose own outcome would
+// be refused breaks it.
 func OpEmittable(d *Decision, deleting bool) bool {
 	r := d.OpID.Rule()
-	if d.Effects.Len() == 0 || (d.Call.Method == driverapi.MethodNone && !r.handlesWrites()) {
+	spec, ok := r.spec()
+	if d.Effects.Len() == 0 {
+		return true
+	}
+	if !ok {
+		return false
+	}
+	if d.Call.Method != driverapi.MethodNone && (spec.handler == handleNone || spec.method != d.Call.Method) {
+		return false
+	}
+	if d.Call.Method == driverapi.MethodNone && (spec.method != driverapi.MethodNone || spec.handler == handleNone) {
 		return true
 	}
 	return r.emittableAt(&d.Status, deleting)

@@ -19,46 +19,73 @@ import "github.com/purelifecycle/machine/phase"
 // implies a machine being deleted.
 
 // emittableAt reports whether a decision whose op has rule r and a driver
-// call, or writes whose outcome is acted on (handlesWrites), may leave the
-// status st; deleting is whether the machine's deletion was requested. The
-// outcomes of other ops (node and token writes, events, ensure-effects)
-// are not acted on: the next decision is made afresh.
+// call, or writes whose outcome is acted on (a handler without a method),
+// may leave the status st; deleting is whether the machine's deletion was
+// requested. The outcomes of other ops (node and token writes, events,
+// ensure-effects) are not acted on: the next decision is made afresh.
 func (r Rule) emittableAt(st *Status, deleting bool) bool {
+	spec, ok := r.spec()
+	switch {
+	case !ok:
+		return true
+	case spec.stage != StageNone:
+		// An op of the deletion flow, emitted at its stage.
+		return deleting && st.Stage == spec.stage
+	}
+	return spec.at.holds(st)
+}
+
+// opStatus names the statuses at which a decision emits an op of a flow
+// other than deletion (a value, not a function, so that the status does not
+// escape to the heap).
+type opStatus uint8
+
+const (
+	// anyStatus: any status.
+	anyStatus opStatus = iota
+	// atLookup: every creation pass of a machine with no phase or in
+	// CrashLoopBackOff (whether or not its status names an instance: an
+	// adopted one does), and the lookup of a machine past creation whose
+	// status names none.
+	atLookup
+	// atIntent: only with the creation intent saved and no instance
+	// recorded.
+	atIntent
+	// atUnrecorded: another incarnation's instance is found only by a
+	// lookup by name, while no instance is recorded.
+	atUnrecorded
+	// atStaleInstance: the deletion of an instance made on a stale node
+	// object.
+	atStaleInstance
+	// atInitializing: InitializeMachine, for a recorded instance not
+	// initialized yet.
+	atInitializing
+	// atGranted: the confirmation of an unhealthy machine granted its
+	// replacement.
+	atGranted
+	// atRunning: the hot update and the metadata sub-flow of a Running
+	// machine.
+	atRunning
+)
+
+// holds reports whether st is one of the statuses w names.
+func (w opStatus) holds(st *Status) bool {
 	creating := st.Phase == phase.None || st.Phase == phase.CrashLoopBackOff
-	switch r {
-	case RuleCreateLookup:
-		// Every creation pass of a machine with no phase or in
-		// CrashLoopBackOff (whether or not its status names an instance:
-		// an adopted one does), and the lookup of a machine past creation
-		// whose status names none.
+	switch w {
+	case atLookup:
 		return creating || st.ProviderID == ""
-	case RuleCreateTimeoutLookup, RuleCreateVMNotFound:
-		// Only with the creation intent saved and no instance recorded.
+	case atIntent:
 		return creating && st.Stage == StageCreating && st.ProviderID == ""
-	case RuleCreateForeignInstance:
-		// Another incarnation's instance is found only by a lookup by name.
+	case atUnrecorded:
 		return st.ProviderID == ""
-	case RuleCreateStaleNode:
+	case atStaleInstance:
 		return st.Flags.Has(FlagStaleInstance) && st.ProviderID != ""
-	case RuleCreateCreated, RuleCreateUninitialized, RuleCreateAdopted, RuleCreateRecorded:
-		// InitializeMachine, for a recorded instance not initialized yet.
+	case atInitializing:
 		return creating && st.Stage == StageInitializing && st.ProviderID != ""
-	case RuleHealthConfirm:
+	case atGranted:
 		return (st.Phase == phase.Unknown || st.Phase == phase.InPlaceUpdateFailed) && st.Flags.Has(FlagGranted)
-	case RuleUpdate, RuleMetadataPatch, RuleMetadataObserve:
+	case atRunning:
 		return st.Phase == phase.Running
-	case RuleDeleteLookup:
-		return deleting && st.Stage == StageGetVMStatus
-	case RuleDeleteDrain, RuleDeleteDrainForce:
-		return deleting && st.Stage == StageDrain
-	case RuleDeleteVolumes:
-		return deleting && st.Stage == StageVolumes
-	case RuleDeleteVM:
-		return deleting && st.Stage == StageDeleteVM
-	case RuleDeleteNode:
-		return deleting && st.Stage == StageDeleteNode
-	case RuleDeleteRemoveFinalizer:
-		return deleting && st.Stage == StageRemoveFinalizer
 	}
 	return true
 }

@@ -324,251 +324,39 @@ const (
 	ruleCount
 )
 
-type ruleInfo struct{ id, text, event string }
-
-func (r Rule) info() ruleInfo {
-	switch r {
-	case RuleNone:
-		return ruleInfo{"none", "no rule", ""}
-	case RuleNoMachine:
-		return ruleInfo{"dispatch.no-machine", "the machine object is gone", ""}
-	case RuleInvalidConfig:
-		return ruleInfo{"input.invalid-config", "the configuration is invalid (see Config.Validate)", ""}
-	case RuleZeroNow:
-		return ruleInfo{"input.zero-now", "the input's Now is the zero time", ""}
-	case RuleInvalidObject:
-		return ruleInfo{"input.invalid-object", "the machine object lacks a name or a UID", ""}
-	case RuleInvalidStatus:
-		return ruleInfo{"input.invalid-status", "the status holds an unknown phase, stage or flag", ""}
-	case RuleInputOutOfRange:
-		return ruleInfo{"input.out-of-range", "a time or a per-machine setting of the input is out of range", "InputOutOfRange"}
-	case RulePersistConflict:
-		return ruleInfo{"outcome.persist-conflict", "saving the status met a conflict", ""}
-	case RulePersistFailed:
-		return ruleInfo{"outcome.persist-failed", "saving the status failed", ""}
-	case RuleWriteConflict:
-		return ruleInfo{"outcome.write-conflict", "an effect's write met a conflict", ""}
-	case RuleWriteFailed:
-		return ruleInfo{"outcome.write-failed", "an effect's write failed", ""}
-	case RuleFrozen:
-		return ruleInfo{"dispatch.observer-degraded", "the observer is degraded; the machine waits", ""}
-	case RuleInvalidMachine:
-		return ruleInfo{"dispatch.invalid-machine", "the machine failed validation", "InvalidMachine"}
-	case RuleClassUnavailable:
-		return ruleInfo{"dispatch.class-unavailable", "the machine class or its secret is unavailable", "ClassUnavailable"}
-	case RuleClassNotReady:
-		return ruleInfo{"dispatch.class-not-ready", "the machine class is not ready yet", ""}
-	case RuleInvalidNodeTemplate:
-		return ruleInfo{"dispatch.invalid-node-template", "the machine class's node template is invalid", "InvalidNodeTemplate"}
-	case RuleIdle:
-		return ruleInfo{"dispatch.idle", "nothing to do until the next resync", ""}
-	case RuleAwaitReplacement:
-		return ruleInfo{"dispatch.await-replacement", "the machine failed; its owner replaces it", ""}
-	case RuleDeleteBegins:
-		return ruleInfo{"delete.begins", "deletion requested; the machine is terminating", "MachineTerminating"}
-	case RuleDeleteNoFinalizer:
-		return ruleInfo{"delete.no-finalizer", "deletion cannot proceed without the finalizer", ""}
-	case RuleCreateLookup:
-		return ruleInfo{"create.lookup", "asking the provider whether the instance exists", ""}
-	case RuleCreateLookupUndecodable:
-		return ruleInfo{"create.lookup-undecodable", "the provider's lookup error could not be decoded", ""}
-	case RuleCreateVMNotFound:
-		return ruleInfo{"create.vm-not-found", "no instance exists; creating it", ""}
-	case RuleCreateResourceExhausted:
-		return ruleInfo{"create.resource-exhausted", "the provider is out of capacity", "CreateFailed"}
-	case RuleCreateTransient:
-		return ruleInfo{"create.transient-error", "creating the instance failed transiently", "CreateFailed"}
-	case RuleCreateFailed:
-		return ruleInfo{"create.failed", "creating the instance failed", "CreateFailed"}
-	case RuleCreateStaleNode:
-		return ruleInfo{"create.stale-node", "the created instance uses a stale node object; deleting it", "StaleNode"}
-	case RuleCreateStaleDeleted:
-		return ruleInfo{"create.stale-deleted", "the instance on a stale node object is gone", ""}
-	case RuleCreateCreated:
-		return ruleInfo{"create.created", "the instance was created; initializing it", "InstanceCreated"}
-	case RuleCreateEmptyIdentity:
-		return ruleInfo{"create.empty-identity", "the provider answered without a providerID or node name", "EmptyIdentity"}
-	case RuleCreateRecorded:
-		return ruleInfo{"create.recorded-instance", "the provider lookup found nothing; using the recorded instance", ""}
-	case RuleCreateUninitialized:
-		return ruleInfo{"create.uninitialized", "the instance exists but is not initialized", ""}
-	case RuleCreateLookupFailed:
-		return ruleInfo{"create.lookup-failed", "asking the provider for the instance failed", "CreateFailed"}
-	case RuleCreateAdopted:
-		return ruleInfo{"create.adopted", "the instance exists; recording it", ""}
-	case RuleCreateForeignInstance:
-		return ruleInfo{"create.foreign-instance", "the instance belongs to another incarnation; deleting it", "ForeignInstance"}
-	case RuleCreateForeignDeleted:
-		return ruleInfo{"create.foreign-deleted", "the other incarnation's instance is gone; creating afresh", ""}
-	case RuleCreateInitUnimplemented:
-		return ruleInfo{"create.init-unimplemented", "the provider needs no initialization", ""}
-	case RuleCreateInitUndecodable:
-		return ruleInfo{"create.init-undecodable", "the provider's initialization error could not be decoded", ""}
-	case RuleCreateInitFailed:
-		return ruleInfo{"create.init-failed", "initializing the instance failed", "InitializeFailed"}
-	case RuleCreatePending:
-		return ruleInfo{"create.pending", "the instance is ready; waiting for its node", "InstanceReady"}
-	case RuleCreateAvailable:
-		return ruleInfo{"create.available", "the instance is ready; no target cluster to join", "MachineAvailable"}
-	case RuleCreateTimeout:
-		return ruleInfo{"create.timeout", "the machine was not created within the creation timeout", "MachineFailed"}
-	case RuleCreateTimeoutLookup:
-		return ruleInfo{"create.timeout-lookup", "creation timed out; looking the instance up before failing", ""}
-	case RuleCreateInstanceMissing:
-		return ruleInfo{"create.instance-missing", "past creation the provider has no instance; not creating again", ""}
-	case RuleCreateAwaitPredecessor:
-		return ruleInfo{"create.await-predecessor", "an older incarnation of the name is still terminating; waiting for it", ""}
-	case RuleCreateBackoff:
-		return ruleInfo{"create.backoff", "waiting to retry a failed creation step", ""}
-	case RuleHealthWaitJoin:
-		return ruleInfo{"health.waiting-for-node", "waiting for the node to join and turn healthy", ""}
-	case RuleHealthJoined:
-		return ruleInfo{"health.joined", "the node joined and is healthy", "MachineRunning"}
-	case RuleHealthRejoined:
-		return ruleInfo{"health.rejoined", "the node is healthy again", "MachineRunning"}
-	case RuleHealthJoinTimeout:
-		return ruleInfo{"health.join-timeout", "the node did not join within the creation timeout", "MachineFailed"}
-	case RuleHealthUnhealthy:
-		return ruleInfo{"health.unhealthy", "the node is unhealthy", "MachineUnhealthy"}
-	case RuleHealthNodeMissing:
-		return ruleInfo{"health.node-missing", "the node went missing", "MachineUnhealthy"}
-	case RuleHealthConditions:
-		return ruleInfo{"health.conditions", "the node's conditions changed", ""}
-	case RuleHealthSync:
-		return ruleInfo{"health.sync", "the machine is running; bringing the node in line", ""}
-	case RuleHealthy:
-		return ruleInfo{"health.healthy", "the machine is running and healthy", ""}
-	case RuleHealthWaitUnknown:
-		return ruleInfo{"health.waiting-for-recovery", "the node is unhealthy; waiting for it to recover", ""}
-	case RuleHealthNodeUnreadable:
-		return ruleInfo{"health.node-unreadable", "the node could not be read", ""}
-	case RuleHealthTimeoutDisabled:
-		return ruleInfo{"health.timeout-disabled", "unhealthy past the health timeout, which the machine disables", ""}
-	case RuleHealthAwaitGrant:
-		return ruleInfo{"health.await-grant", "unhealthy past the health timeout; waiting for the fleet limiter", ""}
-	case RuleHealthConfirm:
-		return ruleInfo{"health.confirm", "asking the provider before marking the machine Failed", ""}
-	case RuleHealthConfirmFailed:
-		return ruleInfo{"health.confirm-failed", "the provider could not be asked; not marking Failed now", ""}
-	case RuleHealthTimeout:
-		return ruleInfo{"health.timeout", "unhealthy past the health timeout; Failed", "MachineFailed"}
-	case RuleDeleteProblem:
-		return ruleInfo{"delete.problem", "the machine class or its secret is unavailable; deletion waits", ""}
-	case RuleDeleteAdopted:
-		return ruleInfo{"delete.adopted", "resuming a deletion at the step its last operation names", ""}
-	case RuleDeleteRestart:
-		return ruleInfo{"delete.restart", "no known deletion step; deletion restarts", ""}
-	case RuleDeleteNoTargetCluster:
-		return ruleInfo{"delete.no-target-cluster", "no target cluster; skipping drain and volume attachments", ""}
-	case RuleDeleteNodeKnown:
-		return ruleInfo{"delete.node-known", "the node is known; draining it next", ""}
-	case RuleDeleteLookup:
-		return ruleInfo{"delete.lookup", "asking the provider for the instance and its node", ""}
-	case RuleDeleteLookupOK:
-		return ruleInfo{"delete.lookup-ok", "the provider named the node; draining it next", ""}
-	case RuleDeleteLookupUndecodable:
-		return ruleInfo{"delete.lookup-undecodable", "the provider's lookup error could not be decoded", ""}
-	case RuleDeleteLookupUnimplemented:
-		return ruleInfo{"delete.lookup-unimplemented", "the provider cannot look up instances; draining next", ""}
-	case RuleDeleteLookupNotFound:
-		return ruleInfo{"delete.lookup-not-found", "the provider has no instance; going on", ""}
-	case RuleDeleteLookupRetry:
-		return ruleInfo{"delete.lookup-retry", "looking up the instance failed transiently", ""}
-	case RuleDeleteLookupUninitialized:
-		return ruleInfo{"delete.lookup-uninitialized", "the instance was never initialized; going on", ""}
-	case RuleDeleteLookupFailed:
-		return ruleInfo{"delete.lookup-failed", "looking up the instance failed", ""}
-	case RuleDeleteDrain:
-		return ruleInfo{"delete.drain", "cordoning and draining the node", ""}
-	case RuleDeleteDrainForce:
-		return ruleInfo{"delete.drain-force", "cordoning and draining the node by force", ""}
-	case RuleDeleteDrainSkipped:
-		return ruleInfo{"delete.drain-skipped", "no node to drain", ""}
-	case RuleDeleteDrainFailed:
-		return ruleInfo{"delete.drain-failed", "draining the node failed; retrying with backoff", "DrainFailed"}
-	case RuleDeleteDrainForcedOn:
-		return ruleInfo{"delete.drain-forced-on", "the forced drain failed; deletion goes on", ""}
-	case RuleDeleteForceDrained:
-		return ruleInfo{"delete.force-drained", "the node was drained by force", ""}
-	case RuleDeleteDrained:
-		return ruleInfo{"delete.drained", "the node was drained", ""}
-	case RuleDeleteVolumes:
-		return ruleInfo{"delete.volume-attachments", "deleting the node's volume attachments", ""}
-	case RuleDeleteVolumesWait:
-		return ruleInfo{"delete.volume-attachments-wait", "waiting for volume attachments to go", ""}
-	case RuleDeleteVolumesNodeMissing:
-		return ruleInfo{"delete.volume-attachments-no-node", "the node is gone; skipping volume attachments", ""}
-	case RuleDeleteVolumesDetached:
-		return ruleInfo{"delete.volumes-detached", "the node's volumes are detached", ""}
-	case RuleDeleteVolumesDone:
-		return ruleInfo{"delete.volume-attachments-done", "no live volume attachments remain", ""}
-	case RuleDeleteNodeUnreadable:
-		return ruleInfo{"delete.node-unreadable", "the node could not be read", ""}
-	case RuleDeleteVM:
-		return ruleInfo{"delete.vm", "deleting the instance at the provider", ""}
-	case RuleDeleteVMDeleted:
-		return ruleInfo{"delete.vm-deleted", "the provider deleted the instance", ""}
-	case RuleDeleteVMNotFound:
-		return ruleInfo{"delete.vm-not-found", "the provider has no instance", ""}
-	case RuleDeleteVMRetry:
-		return ruleInfo{"delete.vm-retry", "deleting the instance failed transiently", ""}
-	case RuleDeleteVMFailed:
-		return ruleInfo{"delete.vm-failed", "deleting the instance failed", "DeleteFailed"}
-	case RuleDeleteVMUndecodable:
-		return ruleInfo{"delete.vm-undecodable", "the provider's delete error could not be decoded", "DeleteFailed"}
-	case RuleDeleteNode:
-		return ruleInfo{"delete.node", "deleting the node object", ""}
-	case RuleDeleteNodeUnnamed:
-		return ruleInfo{"delete.node-unnamed", "no node is known for the machine", ""}
-	case RuleDeleteNodeNotFound:
-		return ruleInfo{"delete.node-not-found", "the node does not exist", ""}
-	case RuleDeleteNodeFinalizerFailed:
-		return ruleInfo{"delete.node-finalizer-failed", "removing the node's finalizer failed", ""}
-	case RuleDeleteNodeDeleted:
-		return ruleInfo{"delete.node-deleted", "the node was deleted", ""}
-	case RuleDeleteNodeFailed:
-		return ruleInfo{"delete.node-failed", "deleting the node failed", ""}
-	case RuleDeleteRemoveFinalizer:
-		return ruleInfo{"delete.remove-finalizer", "removing the machine's finalizer", ""}
-	case RuleDeleteDone:
-		return ruleInfo{"delete.done", "the machine is deleted", ""}
-	case RuleDeleteBackoff:
-		return ruleInfo{"delete.backoff", "waiting to retry a failed deletion step", ""}
-	case RuleUpdate:
-		return ruleInfo{"update.apply", "applying the desired hot-update generation", ""}
-	case RuleUpdateApplied:
-		return ruleInfo{"update.applied", "the hot update was applied", "HotUpdateApplied"}
-	case RuleUpdateNeedsReplacement:
-		return ruleInfo{"update.needs-replacement", "the change cannot be applied in place; the machine needs replacement", "NeedsReplacement"}
-	case RuleUpdateFailed:
-		return ruleInfo{"update.failed", "the hot update failed; retrying with backoff", ""}
-	case RuleMetadataObserve:
-		return ruleInfo{"metadata.observe", "asking the provider what metadata the instance carries", ""}
-	case RuleMetadataObserveFailed:
-		return ruleInfo{"metadata.observe-failed", "the provider could not report the instance; looking again later", ""}
-	case RuleMetadataPatch:
-		return ruleInfo{"metadata.patch", "patching every differing metadata key", ""}
-	case RuleMetadataPatched:
-		return ruleInfo{"metadata.patched", "the metadata patch was accepted; verifying it", ""}
-	case RuleMetadataPatchFailed:
-		return ruleInfo{"metadata.patch-failed", "the metadata patch failed; retrying with backoff", ""}
-	case RuleMetadataSynced:
-		return ruleInfo{"metadata.synced", "the instance carries every desired metadata key", ""}
-	case RuleMetadataDiffers:
-		return ruleInfo{"metadata.differs", "the instance's metadata differs from the desired; patching it", ""}
+// String returns the rule's stable identifier, such as "create.vm-not-found".
+func (r Rule) String() string {
+	if r >= ruleCount {
+		return "rule(" + strconv.Itoa(int(r)) + ")"
 	}
-	return ruleInfo{"rule(" + strconv.Itoa(int(r)) + ")", "unknown rule", ""}
+	return ruleSpecs[r].id
 }
 
-// String returns the rule's stable identifier, such as "create.vm-not-found".
-func (r Rule) String() string { return r.info().id }
-
 // Text returns a short sentence saying what the rule decided.
-func (r Rule) Text() string { return r.info().text }
+func (r Rule) Text() string {
+	if r >= ruleCount {
+		return "unknown rule"
+	}
+	return ruleSpecs[r].text
+}
 
 // Event returns the Kubernetes event reason the rule reports, "" when the
 // rule reports none.
-func (r Rule) Event() string { return r.info().event }
+func (r Rule) Event() string {
+	if r >= ruleCount {
+		return ""
+	}
+	return ruleSpecs[r].event
+}
+
+// spec returns a copy of the rule's entry of the table, and false for an
+// undeclared rule.
+func (r Rule) spec() (ruleSpec, bool) {
+	if r >= ruleCount {
+		return ruleSpec{}, false
+	}
+	return ruleSpecs[r], true
+}
 
 // Valid reports whether r is a declared rule other than RuleNone.
 func (r Rule) Valid() bool { return r > RuleNone && r < ruleCount }

@@ -223,7 +223,12 @@ func (x *decider) outcome() bool {
 		return false
 	}
 	rule := o.OpID.Rule()
-	if (o.Result.Method != driverapi.MethodNone || rule.handlesWrites()) && !rule.emittableAt(x.st, x.deleting()) {
+	spec, ok := rule.spec()
+	if !ok {
+		x.anomaly(AnomalyBadOutcome)
+		return false
+	}
+	if (o.Result.Method != driverapi.MethodNone || spec.method == driverapi.MethodNone && spec.handler != handleNone) && !rule.emittableAt(x.st, x.deleting()) {
 		// No decision of this op leaves this status (ops.go): a mixed-up
 		// or forged outcome, which carried on would record, create or
 		// delete what no decision asked for.
@@ -232,8 +237,8 @@ func (x *decider) outcome() bool {
 	}
 	r := &o.Result
 	if o.Ran < n {
-		if rule.handlesWrites() {
-			x.onWrites(rule, o)
+		if spec.method == driverapi.MethodNone && spec.handler != handleNone {
+			x.handle(spec.handler, nil, o)
 			return true
 		}
 		if o.Stopped == WriteConflict {
@@ -246,8 +251,8 @@ func (x *decider) outcome() bool {
 		return true
 	}
 	if r.Method == driverapi.MethodNone {
-		if rule.handlesWrites() {
-			x.onWrites(rule, o)
+		if spec.method == driverapi.MethodNone && spec.handler != handleNone {
+			x.handle(spec.handler, nil, o)
 			return true
 		}
 		// The effects are done, and the next decision is made afresh from
@@ -269,35 +274,12 @@ func (x *decider) outcome() bool {
 		x.requeue(retry.Long)
 		return true
 	}
-	switch {
-	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateLookup:
-		x.onLookup(r)
-	case r.Method == driverapi.MethodGetStatus && rule == RuleCreateTimeoutLookup:
-		x.onTimeoutLookup(r)
-	case r.Method == driverapi.MethodCreate && rule == RuleCreateVMNotFound:
-		x.onCreate(r)
-	case r.Method == driverapi.MethodInitialize && rule.initializes():
-		x.onInitialize(r)
-	case r.Method == driverapi.MethodDelete && rule == RuleCreateStaleNode:
-		x.onStaleDelete(r)
-	case r.Method == driverapi.MethodDelete && rule == RuleCreateForeignInstance:
-		x.onForeignDelete(r)
-	case r.Method == driverapi.MethodGetStatus && rule == RuleHealthConfirm:
-		x.onConfirm(r)
-	case r.Method == driverapi.MethodGetStatus && rule == RuleDeleteLookup:
-		x.onDeleteLookup(r)
-	case r.Method == driverapi.MethodDelete && rule == RuleDeleteVM:
-		x.onDeleteVM(r)
-	case r.Method == driverapi.MethodUpdate && rule == RuleUpdate:
-		x.onUpdate(r)
-	case r.Method == driverapi.MethodUpdateMetadata && rule == RuleMetadataPatch:
-		x.onPatch(r)
-	case r.Method == driverapi.MethodGetStatus && rule == RuleMetadataObserve:
-		x.onObserve(r)
-	default:
+	if spec.handler == handleNone || r.Method != spec.method {
+		// An answer to a question the rule's op does not ask.
 		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
+	x.handle(spec.handler, r, nil)
 	return true
 }
 

@@ -1,0 +1,214 @@
+package lifecycle
+
+import "github.com/purelifecycle/machine/driverapi"
+
+// ruleSpec is what the package knows of a rule besides its doc comment: its
+// stable identifier, its text and event reason, and for a rule that emits an
+// op whose outcome it handles, the op's driver method, its handler, and the
+// statuses a decision emitting it leaves (ops.go). Adding a driver
+// operation adds its rule here, with its handler.
+type ruleSpec struct {
+	// id is the stable identifier ([Rule.String]), text the sentence for
+	// people ([Rule.Text]), event the Kubernetes event reason ([Rule.Event],
+	// "" for none).
+	id, text, event string
+	// method is the driver method of the rule's op; MethodNone for a rule
+	// whose op asks no driver.
+	method driverapi.Method
+	// handler decides on the outcome of the rule's op: on the driver's
+	// answer when the op asks one (method), else on the outcome of its API
+	// writes. handleNone for a rule whose op's outcome only leads to a
+	// fresh decision.
+	handler handler
+	// stage is the deletion stage at which a rule of the deletion flow
+	// emits its op; StageNone for the rules of other flows.
+	stage Stage
+	// at says which statuses a decision emitting the rule's op may leave,
+	// for the ops of other flows (ops.go); anyStatus for the rest.
+	at opStatus
+}
+
+// handler names a method of the decider that decides on an op's outcome.
+// The table names handlers rather than holding method values: a decider
+// passed to a function value escapes to the heap, and every step would
+// allocate it.
+type handler uint8
+
+// The handlers, one per method; handle calls them.
+const (
+	handleNone handler = iota
+	handleConfirm
+	handleCreate
+	handleDeleteLookup
+	handleDeleteVM
+	handleForeignDelete
+	handleInitialize
+	handleLookup
+	handleObserve
+	handlePatch
+	handleStaleDelete
+	handleTimeoutLookup
+	handleUpdate
+	handleDrain
+	handleFinalizerRemoved
+	handleNodeDelete
+	handleVolumesDetaching
+)
+
+// handle runs the handler h on the driver's answer r, or on the outcome o
+// of an op of API writes.
+func (x *decider) handle(h handler, r *driverapi.Result, o *Outcome) {
+	switch h {
+	case handleConfirm:
+		x.onConfirm(r)
+	case handleCreate:
+		x.onCreate(r)
+	case handleDeleteLookup:
+		x.onDeleteLookup(r)
+	case handleDeleteVM:
+		x.onDeleteVM(r)
+	case handleForeignDelete:
+		x.onForeignDelete(r)
+	case handleInitialize:
+		x.onInitialize(r)
+	case handleLookup:
+		x.onLookup(r)
+	case handleObserve:
+		x.onObserve(r)
+	case handlePatch:
+		x.onPatch(r)
+	case handleStaleDelete:
+		x.onStaleDelete(r)
+	case handleTimeoutLookup:
+		x.onTimeoutLookup(r)
+	case handleUpdate:
+		x.onUpdate(r)
+	case handleDrain:
+		x.onDrain(o)
+	case handleFinalizerRemoved:
+		x.onFinalizerRemoved(o)
+	case handleNodeDelete:
+		x.onNodeDelete(o)
+	case handleVolumesDetaching:
+		x.onVolumesDetaching(o)
+	}
+}
+
+// ruleSpecs is the table of every rule, indexed by Rule. It is read-only:
+// TestRuleTableIsReadOnly proves no code of the package writes it.
+var ruleSpecs = [ruleCount]ruleSpec{
+	RuleNone:                      {id: "none", text: "no rule"},
+	RuleNoMachine:                 {id: "dispatch.no-machine", text: "the machine object is gone"},
+	RuleInvalidConfig:             {id: "input.invalid-config", text: "the configuration is invalid (see Config.Validate)"},
+	RuleZeroNow:                   {id: "input.zero-now", text: "the input's Now is the zero time"},
+	RuleInvalidObject:             {id: "input.invalid-object", text: "the machine object lacks a name or a UID"},
+	RuleInvalidStatus:             {id: "input.invalid-status", text: "the status holds an unknown phase, stage or flag"},
+	RuleInputOutOfRange:           {id: "input.out-of-range", text: "a time or a per-machine setting of the input is out of range", event: "InputOutOfRange"},
+	RulePersistConflict:           {id: "outcome.persist-conflict", text: "saving the status met a conflict"},
+	RulePersistFailed:             {id: "outcome.persist-failed", text: "saving the status failed"},
+	RuleWriteConflict:             {id: "outcome.write-conflict", text: "an effect's write met a conflict"},
+	RuleWriteFailed:               {id: "outcome.write-failed", text: "an effect's write failed"},
+	RuleFrozen:                    {id: "dispatch.observer-degraded", text: "the observer is degraded; the machine waits"},
+	RuleInvalidMachine:            {id: "dispatch.invalid-machine", text: "the machine failed validation", event: "InvalidMachine"},
+	RuleClassUnavailable:          {id: "dispatch.class-unavailable", text: "the machine class or its secret is unavailable", event: "ClassUnavailable"},
+	RuleClassNotReady:             {id: "dispatch.class-not-ready", text: "the machine class is not ready yet"},
+	RuleInvalidNodeTemplate:       {id: "dispatch.invalid-node-template", text: "the machine class's node template is invalid", event: "InvalidNodeTemplate"},
+	RuleIdle:                      {id: "dispatch.idle", text: "nothing to do until the next resync"},
+	RuleAwaitReplacement:          {id: "dispatch.await-replacement", text: "the machine failed; its owner replaces it"},
+	RuleDeleteBegins:              {id: "delete.begins", text: "deletion requested; the machine is terminating", event: "MachineTerminating"},
+	RuleDeleteNoFinalizer:         {id: "delete.no-finalizer", text: "deletion cannot proceed without the finalizer"},
+	RuleCreateLookup:              {id: "create.lookup", text: "asking the provider whether the instance exists", method: driverapi.MethodGetStatus, handler: handleLookup, at: atLookup},
+	RuleCreateLookupUndecodable:   {id: "create.lookup-undecodable", text: "the provider's lookup error could not be decoded"},
+	RuleCreateVMNotFound:          {id: "create.vm-not-found", text: "no instance exists; creating it", method: driverapi.MethodCreate, handler: handleCreate, at: atIntent},
+	RuleCreateResourceExhausted:   {id: "create.resource-exhausted", text: "the provider is out of capacity", event: "CreateFailed"},
+	RuleCreateTransient:           {id: "create.transient-error", text: "creating the instance failed transiently", event: "CreateFailed"},
+	RuleCreateFailed:              {id: "create.failed", text: "creating the instance failed", event: "CreateFailed"},
+	RuleCreateStaleNode:           {id: "create.stale-node", text: "the created instance uses a stale node object; deleting it", event: "StaleNode", method: driverapi.MethodDelete, handler: handleStaleDelete, at: atStaleInstance},
+	RuleCreateStaleDeleted:        {id: "create.stale-deleted", text: "the instance on a stale node object is gone"},
+	RuleCreateCreated:             {id: "create.created", text: "the instance was created; initializing it", event: "InstanceCreated", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
+	RuleCreateEmptyIdentity:       {id: "create.empty-identity", text: "the provider answered without a providerID or node name", event: "EmptyIdentity"},
+	RuleCreateRecorded:            {id: "create.recorded-instance", text: "the provider lookup found nothing; using the recorded instance", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
+	RuleCreateUninitialized:       {id: "create.uninitialized", text: "the instance exists but is not initialized", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
+	RuleCreateLookupFailed:        {id: "create.lookup-failed", text: "asking the provider for the instance failed", event: "CreateFailed"},
+	RuleCreateAdopted:             {id: "create.adopted", text: "the instance exists; recording it", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
+	RuleCreateForeignInstance:     {id: "create.foreign-instance", text: "the instance belongs to another incarnation; deleting it", event: "ForeignInstance", method: driverapi.MethodDelete, handler: handleForeignDelete, at: atUnrecorded},
+	RuleCreateForeignDeleted:      {id: "create.foreign-deleted", text: "the other incarnation's instance is gone; creating afresh"},
+	RuleCreateInitUnimplemented:   {id: "create.init-unimplemented", text: "the provider needs no initialization"},
+	RuleCreateInitUndecodable:     {id: "create.init-undecodable", text: "the provider's initialization error could not be decoded"},
+	RuleCreateInitFailed:          {id: "create.init-failed", text: "initializing the instance failed", event: "InitializeFailed"},
+	RuleCreatePending:             {id: "create.pending", text: "the instance is ready; waiting for its node", event: "InstanceReady"},
+	RuleCreateAvailable:           {id: "create.available", text: "the instance is ready; no target cluster to join", event: "MachineAvailable"},
+	RuleCreateTimeout:             {id: "create.timeout", text: "the machine was not created within the creation timeout", event: "MachineFailed"},
+	RuleCreateTimeoutLookup:       {id: "create.timeout-lookup", text: "creation timed out; looking the instance up before failing", method: driverapi.MethodGetStatus, handler: handleTimeoutLookup, at: atIntent},
+	RuleCreateInstanceMissing:     {id: "create.instance-missing", text: "past creation the provider has no instance; not creating again"},
+	RuleCreateAwaitPredecessor:    {id: "create.await-predecessor", text: "an older incarnation of the name is still terminating; waiting for it"},
+	RuleCreateBackoff:             {id: "create.backoff", text: "waiting to retry a failed creation step"},
+	RuleHealthWaitJoin:            {id: "health.waiting-for-node", text: "waiting for the node to join and turn healthy"},
+	RuleHealthJoined:              {id: "health.joined", text: "the node joined and is healthy", event: "MachineRunning"},
+	RuleHealthRejoined:            {id: "health.rejoined", text: "the node is healthy again", event: "MachineRunning"},
+	RuleHealthJoinTimeout:         {id: "health.join-timeout", text: "the node did not join within the creation timeout", event: "MachineFailed"},
+	RuleHealthUnhealthy:           {id: "health.unhealthy", text: "the node is unhealthy", event: "MachineUnhealthy"},
+	RuleHealthNodeMissing:         {id: "health.node-missing", text: "the node went missing", event: "MachineUnhealthy"},
+	RuleHealthConditions:          {id: "health.conditions", text: "the node's conditions changed"},
+	RuleHealthSync:                {id: "health.sync", text: "the machine is running; bringing the node in line"},
+	RuleHealthy:                   {id: "health.healthy", text: "the machine is running and healthy"},
+	RuleHealthWaitUnknown:         {id: "health.waiting-for-recovery", text: "the node is unhealthy; waiting for it to recover"},
+	RuleHealthNodeUnreadable:      {id: "health.node-unreadable", text: "the node could not be read"},
+	RuleHealthTimeoutDisabled:     {id: "health.timeout-disabled", text: "unhealthy past the health timeout, which the machine disables"},
+	RuleHealthAwaitGrant:          {id: "health.await-grant", text: "unhealthy past the health timeout; waiting for the fleet limiter"},
+	RuleHealthConfirm:             {id: "health.confirm", text: "asking the provider before marking the machine Failed", method: driverapi.MethodGetStatus, handler: handleConfirm, at: atGranted},
+	RuleHealthConfirmFailed:       {id: "health.confirm-failed", text: "the provider could not be asked; not marking Failed now"},
+	RuleHealthTimeout:             {id: "health.timeout", text: "unhealthy past the health timeout; Failed", event: "MachineFailed"},
+	RuleDeleteProblem:             {id: "delete.problem", text: "the machine class or its secret is unavailable; deletion waits"},
+	RuleDeleteAdopted:             {id: "delete.adopted", text: "resuming a deletion at the step its last operation names"},
+	RuleDeleteRestart:             {id: "delete.restart", text: "no known deletion step; deletion restarts"},
+	RuleDeleteNoTargetCluster:     {id: "delete.no-target-cluster", text: "no target cluster; skipping drain and volume attachments"},
+	RuleDeleteNodeKnown:           {id: "delete.node-known", text: "the node is known; draining it next"},
+	RuleDeleteLookup:              {id: "delete.lookup", text: "asking the provider for the instance and its node", method: driverapi.MethodGetStatus, handler: handleDeleteLookup, stage: StageGetVMStatus},
+	RuleDeleteLookupOK:            {id: "delete.lookup-ok", text: "the provider named the node; draining it next"},
+	RuleDeleteLookupUndecodable:   {id: "delete.lookup-undecodable", text: "the provider's lookup error could not be decoded"},
+	RuleDeleteLookupUnimplemented: {id: "delete.lookup-unimplemented", text: "the provider cannot look up instances; draining next"},
+	RuleDeleteLookupNotFound:      {id: "delete.lookup-not-found", text: "the provider has no instance; going on"},
+	RuleDeleteLookupRetry:         {id: "delete.lookup-retry", text: "looking up the instance failed transiently"},
+	RuleDeleteLookupUninitialized: {id: "delete.lookup-uninitialized", text: "the instance was never initialized; going on"},
+	RuleDeleteLookupFailed:        {id: "delete.lookup-failed", text: "looking up the instance failed"},
+	RuleDeleteDrain:               {id: "delete.drain", text: "cordoning and draining the node", handler: handleDrain, stage: StageDrain},
+	RuleDeleteDrainForce:          {id: "delete.drain-force", text: "cordoning and draining the node by force", handler: handleDrain, stage: StageDrain},
+	RuleDeleteDrainSkipped:        {id: "delete.drain-skipped", text: "no node to drain"},
+	RuleDeleteDrainFailed:         {id: "delete.drain-failed", text: "draining the node failed; retrying with backoff", event: "DrainFailed"},
+	RuleDeleteDrainForcedOn:       {id: "delete.drain-forced-on", text: "the forced drain failed; deletion goes on"},
+	RuleDeleteForceDrained:        {id: "delete.force-drained", text: "the node was drained by force"},
+	RuleDeleteDrained:             {id: "delete.drained", text: "the node was drained"},
+	RuleDeleteVolumes:             {id: "delete.volume-attachments", text: "deleting the node's volume attachments", handler: handleVolumesDetaching, stage: StageVolumes},
+	RuleDeleteVolumesWait:         {id: "delete.volume-attachments-wait", text: "waiting for volume attachments to go"},
+	RuleDeleteVolumesNodeMissing:  {id: "delete.volume-attachments-no-node", text: "the node is gone; skipping volume attachments"},
+	RuleDeleteVolumesDetached:     {id: "delete.volumes-detached", text: "the node's volumes are detached"},
+	RuleDeleteVolumesDone:         {id: "delete.volume-attachments-done", text: "no live volume attachments remain"},
+	RuleDeleteNodeUnreadable:      {id: "delete.node-unreadable", text: "the node could not be read"},
+	RuleDeleteVM:                  {id: "delete.vm", text: "deleting the instance at the provider", method: driverapi.MethodDelete, handler: handleDeleteVM, stage: StageDeleteVM},
+	RuleDeleteVMDeleted:           {id: "delete.vm-deleted", text: "the provider deleted the instance"},
+	RuleDeleteVMNotFound:          {id: "delete.vm-not-found", text: "the provider has no instance"},
+	RuleDeleteVMRetry:             {id: "delete.vm-retry", text: "deleting the instance failed transiently"},
+	RuleDeleteVMFailed:            {id: "delete.vm-failed", text: "deleting the instance failed", event: "DeleteFailed"},
+	RuleDeleteVMUndecodable:       {id: "delete.vm-undecodable", text: "the provider's delete error could not be decoded", event: "DeleteFailed"},
+	RuleDeleteNode:                {id: "delete.node", text: "deleting the node object", handler: handleNodeDelete, stage: StageDeleteNode},
+	RuleDeleteNodeUnnamed:         {id: "delete.node-unnamed", text: "no node is known for the machine"},
+	RuleDeleteNodeNotFound:        {id: "delete.node-not-found", text: "the node does not exist"},
+	RuleDeleteNodeFinalizerFailed: {id: "delete.node-finalizer-failed", text: "removing the node's finalizer failed"},
+	RuleDeleteNodeDeleted:         {id: "delete.node-deleted", text: "the node was deleted"},
+	RuleDeleteNodeFailed:          {id: "delete.node-failed", text: "deleting the node failed"},
+	RuleDeleteRemoveFinalizer:     {id: "delete.remove-finalizer", text: "removing the machine's finalizer", handler: handleFinalizerRemoved, stage: StageRemoveFinalizer},
+	RuleDeleteDone:                {id: "delete.done", text: "the machine is deleted"},
+	RuleDeleteBackoff:             {id: "delete.backoff", text: "waiting to retry a failed deletion step"},
+	RuleUpdate:                    {id: "update.apply", text: "applying the desired hot-update generation", method: driverapi.MethodUpdate, handler: handleUpdate, at: atRunning},
+	RuleUpdateApplied:             {id: "update.applied", text: "the hot update was applied", event: "HotUpdateApplied"},
+	RuleUpdateNeedsReplacement:    {id: "update.needs-replacement", text: "the change cannot be applied in place; the machine needs replacement", event: "NeedsReplacement"},
+	RuleUpdateFailed:              {id: "update.failed", text: "the hot update failed; retrying with backoff"},
+	RuleMetadataObserve:           {id: "metadata.observe", text: "asking the provider what metadata the instance carries", method: driverapi.MethodGetStatus, handler: handleObserve, at: atRunning},
+	RuleMetadataObserveFailed:     {id: "metadata.observe-failed", text: "the provider could not report the instance; looking again later"},
+	RuleMetadataPatch:             {id: "metadata.patch", text: "patching every differing metadata key", method: driverapi.MethodUpdateMetadata, handler: handlePatch, at: atRunning},
+	RuleMetadataPatched:           {id: "metadata.patched", text: "the metadata patch was accepted; verifying it"},
+	RuleMetadataPatchFailed:       {id: "metadata.patch-failed", text: "the metadata patch failed; retrying with backoff"},
+	RuleMetadataSynced:            {id: "metadata.synced", text: "the instance carries every desired metadata key"},
+	RuleMetadataDiffers:           {id: "metadata.differs", text: "the instance's metadata differs from the desired; patching it"},
+}
