@@ -213,133 +213,77 @@ const (
 	phConditions    = "<conditions>"
 )
 
-// info returns d's short id and its template.
+// descTexts holds each description's short id and template, indexed by
+// Desc. It is read-only: a test (doc/tables_test.go) proves no code of the
+// package writes it.
+var descTexts = [descCount]struct{ id, format string }{
+	DescNone:                       {"none", ""},
+	DescUnknown:                    {"unknown", phDetail},
+	DescCreating:                   {"b8-creating", "Creating machine on cloud provider"},
+	DescCreated:                    {"b8-created", "Created machine on cloud provider"},
+	DescCloudProviderError:         {"a2-cloud-provider-message", "Cloud provider message - <detail>"},
+	DescStaleNode:                  {"a5-stale-node", "VM using old node obj"},
+	DescInitFailed:                 {"b5-init-failed", "Provider error: <detail>. Initialize VM Instance"},
+	DescNodeMissing:                {"h1-node-missing", "Node object went missing. Machine <machine> is unhealthy - changing MachinePhase to Unknown"},
+	DescJoined:                     {"h3-joined", "Machine <machine> successfully joined the cluster in <elapsed>"},
+	DescRejoined:                   {"h3-rejoined", "Machine <machine> successfully re-joined the cluster"},
+	DescUnhealthy:                  {"h4-unhealthy", "Machine <machine> is unhealthy - changing MachinePhase to Unknown. Node conditions: <conditions>"},
+	DescInPlaceUpdated:             {"h5-inplace-updated", "Machine <machine> successfully updated dependencies"},
+	DescInPlaceUpdateFailed:        {"h6-inplace-update-failed", "Machine <machine> failed to update dependencies: <detail>"},
+	DescJoinTimeout:                {"h7-join-timeout", "Machine <machine> failed to join the cluster in <elapsed> minutes."},
+	DescInPlaceTimeout:             {"h8-inplace-timeout", "Machine <machine> failed to in-place update in <elapsed> minutes."},
+	DescHealthTimeout:              {"t4-health-timeout", "Machine <machine> health checks failing since last <elapsed> minutes. Updating machine phase to Failed. Node Conditions: <conditions>"},
+	DescHealthTimeoutReset:         {"unfreeze-health-reset", "Machine Health Timeout was reset due to APIServer being unreachable"},
+	DescTerminating:                {"x3-terminating", "Set machine status to termination. Now, getting VM Status"},
+	DescMachineSetDeleting:         {"machineset-deleting", "Deleting machine from cloud provider"},
+	DescNoTargetCluster:            {"s1a-no-target-cluster", "Running without target cluster, skipping node drain and volume attachment deletion. Initiate VM deletion"},
+	DescInitiateDrain:              {"s1b-initiate-drain", "Initiate node drain"},
+	DescGetVMStatusUndecodable:     {"s1e-vm-status-undecodable", "Error occurred with decoding machine error status while getting VM status, aborting without retry. <detail> Set machine status to termination. Now, getting VM Status"},
+	DescVMNotFoundBeforeDrain:      {"s1g-vm-not-found", "VM was not found at provider. Moving forward to node drain. Initiate node drain"},
+	DescGetVMStatusRetry:           {"s1h-vm-status-retry", "Error occurred with decoding machine error status while getting VM status, aborting with retry. Set machine status to termination. Now, getting VM Status"},
+	DescVMUninitializedBeforeDrain: {"s1i-vm-uninitialized", "VM instance was not initialized. Moving forward to node drain. Initiate node drain"},
+	DescGetVMStatusFailed:          {"s1j-vm-status-failed", "Error occurred with decoding machine error status while getting VM status, aborting without retry. machine code: <detail> Set machine status to termination. Now, getting VM Status"},
+	DescDrainSkipped:               {"s2a-drain-skipped", "Skipping drain as nodeName is not a valid one for machine. Initiate VM deletion"},
+	DescDrainConditionFailed:       {"s2b-drain-condition-failed", "Drain failed due to failure in update of node conditions - <detail>. Will retry in next sync. Initiate node drain"},
+	DescForceDrainFailed:           {"s2c-force-drain-failed", "Drain failed due to - <detail>. However, since it's a force deletion shall continue deletion of VM. Delete Volume Attachments"},
+	DescDrainFailed:                {"s2d-drain-failed", "Drain failed due to - <detail>. Will retry in next sync. Initiate node drain"},
+	DescForceDrainSucceeded:        {"s2e-force-drain-succeeded", "Force Drain successful. Delete Volume Attachments"},
+	DescDrainSucceeded:             {"s2f-drain-succeeded", "Drain successful. Initiate VM deletion"},
+	DescVolumesNodeMissing:         {"s3b-volumes-node-missing", "Skipping deleteNodeVolAttachments due to - <detail>. Moving to VM Deletion. Initiate VM deletion"},
+	DescVolumesDetached:            {"s3c-volumes-detached", "Node Volumes for node: <node> are already detached. Moving to VM Deletion. Initiate VM deletion"},
+	DescNoLiveVolumeAttachments:    {"s3e-no-live-attachments", "No Live VolumeAttachments for node: <node>. Moving to VM Deletion. Initiate VM deletion"},
+	DescVMDeleted:                  {"s4a-vm-deleted", "VM deletion was successful. Initiate node object deletion"},
+	DescVMNotFound:                 {"s4b-vm-not-found", "VM not found. Continuing deletion flow. Initiate node object deletion"},
+	DescVMDeletionRetry:            {"s4c-vm-deletion-retry", "VM deletion failed due to - <detail>. However, will re-try in the next resync. Initiate VM deletion"},
+	DescVMDeletionAborted:          {"s4d-vm-deletion-aborted", "VM deletion failed due to - <detail>. Aborting operation. Initiate VM deletion"},
+	DescVMDeletionUndecodable:      {"s4e-vm-deletion-undecodable", "Error occurred while decoding machine error: <detail>. Initiate VM deletion"},
+	DescNodeLabelMissing:           {"s5a-node-label-missing", `Label "node" not present on machine <machine|quoted>, continuing deletion flow. Initiate machine object finalizer removal`},
+	DescNodeNotFound:               {"s5b-node-not-found", "No node object found for <node|quoted>, continuing deletion flow. Initiate machine object finalizer removal"},
+	DescNodeGetFailed:              {"s5c-node-get-failed", "Retrieval of Node Object <node|quoted> failed due to error: <detail>, Retrying. Initiate node object deletion"},
+	DescNodeFinalizerFailed:        {"s5d-node-finalizer-failed", "Removal of finalizers from Node Object <node|quoted> failed due to error: <detail>, Retrying. Initiate node object deletion"},
+	DescNodeDeleted:                {"s5e-node-deleted", "Deletion of Node Object <node|quoted> is successful. Initiate machine object finalizer removal"},
+	DescNodeDeleteFailed:           {"s5g-node-delete-failed", "Deletion of Node Object <node|quoted> failed due to error: <detail>. Initiate node object deletion"},
+	DescInPlaceUpdating:            {"b7-inplace-updating", "Machine <machine> is undergoing an in-place update"},
+	DescCreateTimeout:              {"create-timeout", "Machine <machine> failed to be created in <elapsed>; creation timeout exceeded."},
+	DescForeignInstance:            {"foreign-instance", "Instance <detail> belongs to another incarnation of machine <machine>; deleting it before creating a new one."},
+	DescStaleInstanceDeleted:       {"stale-instance-deleted", "Instance created on a stale node object was deleted at provider."},
+	DescHealthConfirmed:            {"health-confirmed", "Machine <machine> health checks failing since last <elapsed>; provider reports: <detail>. Updating machine phase to Failed. Node Conditions: <conditions>"},
+	DescWaitingForReplacementGrant: {"waiting-for-replacement-grant", "Machine <machine> health checks failing since last <elapsed>; waiting for the fleet limiter to allow its replacement"},
+	DescObserverDegraded:           {"observer-degraded", "Machine <machine> health timeout paused: observer degraded"},
+	DescHotUpdateApplied:           {"hot-update-applied", "Machine <machine> hot update applied"},
+	DescHotUpdateFailed:            {"hot-update-failed", "Hot update failed due to - <detail>. Will retry"},
+	DescNeedsReplacement:           {"needs-replacement", "Machine <machine> cannot be updated in place: <detail>. Needs replacement"},
+	DescMetadataSynced:             {"metadata-synced", "Machine <machine> instance metadata in sync"},
+	DescMetadataPending:            {"metadata-pending", "Machine <machine> instance metadata differs from desired: <detail>. Patching"},
+}
+
+// info returns d's short id and its template; "" and "" for a value that
+// is not a Desc.
 func (d Desc) info() (id, format string) {
-	switch d {
-	case DescNone:
-		return "none", ""
-	case DescUnknown:
-		return "unknown", phDetail
-
-	case DescCreating:
-		return "b8-creating", "Creating machine on cloud provider"
-	case DescCreated:
-		return "b8-created", "Created machine on cloud provider"
-	case DescCloudProviderError:
-		return "a2-cloud-provider-message", "Cloud provider message - <detail>"
-	case DescStaleNode:
-		return "a5-stale-node", "VM using old node obj"
-	case DescInitFailed:
-		return "b5-init-failed", "Provider error: <detail>. Initialize VM Instance"
-
-	case DescNodeMissing:
-		return "h1-node-missing", "Node object went missing. Machine <machine> is unhealthy - changing MachinePhase to Unknown"
-	case DescJoined:
-		return "h3-joined", "Machine <machine> successfully joined the cluster in <elapsed>"
-	case DescRejoined:
-		return "h3-rejoined", "Machine <machine> successfully re-joined the cluster"
-	case DescUnhealthy:
-		return "h4-unhealthy", "Machine <machine> is unhealthy - changing MachinePhase to Unknown. Node conditions: <conditions>"
-	case DescInPlaceUpdated:
-		return "h5-inplace-updated", "Machine <machine> successfully updated dependencies"
-	case DescInPlaceUpdateFailed:
-		return "h6-inplace-update-failed", "Machine <machine> failed to update dependencies: <detail>"
-	case DescJoinTimeout:
-		return "h7-join-timeout", "Machine <machine> failed to join the cluster in <elapsed> minutes."
-	case DescInPlaceTimeout:
-		return "h8-inplace-timeout", "Machine <machine> failed to in-place update in <elapsed> minutes."
-
-	case DescHealthTimeout:
-		return "t4-health-timeout", "Machine <machine> health checks failing since last <elapsed> minutes. Updating machine phase to Failed. Node Conditions: <conditions>"
-	case DescHealthTimeoutReset:
-		return "unfreeze-health-reset", "Machine Health Timeout was reset due to APIServer being unreachable"
-
-	case DescTerminating:
-		return "x3-terminating", "Set machine status to termination. Now, getting VM Status"
-	case DescMachineSetDeleting:
-		return "machineset-deleting", "Deleting machine from cloud provider"
-	case DescNoTargetCluster:
-		return "s1a-no-target-cluster", "Running without target cluster, skipping node drain and volume attachment deletion. Initiate VM deletion"
-	case DescInitiateDrain:
-		return "s1b-initiate-drain", "Initiate node drain"
-	case DescGetVMStatusUndecodable:
-		return "s1e-vm-status-undecodable", "Error occurred with decoding machine error status while getting VM status, aborting without retry. <detail> Set machine status to termination. Now, getting VM Status"
-	case DescVMNotFoundBeforeDrain:
-		return "s1g-vm-not-found", "VM was not found at provider. Moving forward to node drain. Initiate node drain"
-	case DescGetVMStatusRetry:
-		return "s1h-vm-status-retry", "Error occurred with decoding machine error status while getting VM status, aborting with retry. Set machine status to termination. Now, getting VM Status"
-	case DescVMUninitializedBeforeDrain:
-		return "s1i-vm-uninitialized", "VM instance was not initialized. Moving forward to node drain. Initiate node drain"
-	case DescGetVMStatusFailed:
-		return "s1j-vm-status-failed", "Error occurred with decoding machine error status while getting VM status, aborting without retry. machine code: <detail> Set machine status to termination. Now, getting VM Status"
-	case DescDrainSkipped:
-		return "s2a-drain-skipped", "Skipping drain as nodeName is not a valid one for machine. Initiate VM deletion"
-	case DescDrainConditionFailed:
-		return "s2b-drain-condition-failed", "Drain failed due to failure in update of node conditions - <detail>. Will retry in next sync. Initiate node drain"
-	case DescForceDrainFailed:
-		return "s2c-force-drain-failed", "Drain failed due to - <detail>. However, since it's a force deletion shall continue deletion of VM. Delete Volume Attachments"
-	case DescDrainFailed:
-		return "s2d-drain-failed", "Drain failed due to - <detail>. Will retry in next sync. Initiate node drain"
-	case DescForceDrainSucceeded:
-		return "s2e-force-drain-succeeded", "Force Drain successful. Delete Volume Attachments"
-	case DescDrainSucceeded:
-		return "s2f-drain-succeeded", "Drain successful. Initiate VM deletion"
-	case DescVolumesNodeMissing:
-		return "s3b-volumes-node-missing", "Skipping deleteNodeVolAttachments due to - <detail>. Moving to VM Deletion. Initiate VM deletion"
-	case DescVolumesDetached:
-		return "s3c-volumes-detached", "Node Volumes for node: <node> are already detached. Moving to VM Deletion. Initiate VM deletion"
-	case DescNoLiveVolumeAttachments:
-		return "s3e-no-live-attachments", "No Live VolumeAttachments for node: <node>. Moving to VM Deletion. Initiate VM deletion"
-	case DescVMDeleted:
-		return "s4a-vm-deleted", "VM deletion was successful. Initiate node object deletion"
-	case DescVMNotFound:
-		return "s4b-vm-not-found", "VM not found. Continuing deletion flow. Initiate node object deletion"
-	case DescVMDeletionRetry:
-		return "s4c-vm-deletion-retry", "VM deletion failed due to - <detail>. However, will re-try in the next resync. Initiate VM deletion"
-	case DescVMDeletionAborted:
-		return "s4d-vm-deletion-aborted", "VM deletion failed due to - <detail>. Aborting operation. Initiate VM deletion"
-	case DescVMDeletionUndecodable:
-		return "s4e-vm-deletion-undecodable", "Error occurred while decoding machine error: <detail>. Initiate VM deletion"
-	case DescNodeLabelMissing:
-		return "s5a-node-label-missing", `Label "node" not present on machine <machine|quoted>, continuing deletion flow. Initiate machine object finalizer removal`
-	case DescNodeNotFound:
-		return "s5b-node-not-found", "No node object found for <node|quoted>, continuing deletion flow. Initiate machine object finalizer removal"
-	case DescNodeGetFailed:
-		return "s5c-node-get-failed", "Retrieval of Node Object <node|quoted> failed due to error: <detail>, Retrying. Initiate node object deletion"
-	case DescNodeFinalizerFailed:
-		return "s5d-node-finalizer-failed", "Removal of finalizers from Node Object <node|quoted> failed due to error: <detail>, Retrying. Initiate node object deletion"
-	case DescNodeDeleted:
-		return "s5e-node-deleted", "Deletion of Node Object <node|quoted> is successful. Initiate machine object finalizer removal"
-	case DescNodeDeleteFailed:
-		return "s5g-node-delete-failed", "Deletion of Node Object <node|quoted> failed due to error: <detail>. Initiate node object deletion"
-
-	case DescInPlaceUpdating:
-		return "b7-inplace-updating", "Machine <machine> is undergoing an in-place update"
-
-	case DescCreateTimeout:
-		return "create-timeout", "Machine <machine> failed to be created in <elapsed>; creation timeout exceeded."
-	case DescForeignInstance:
-		return "foreign-instance", "Instance <detail> belongs to another incarnation of machine <machine>; deleting it before creating a new one."
-	case DescStaleInstanceDeleted:
-		return "stale-instance-deleted", "Instance created on a stale node object was deleted at provider."
-	case DescHealthConfirmed:
-		return "health-confirmed", "Machine <machine> health checks failing since last <elapsed>; provider reports: <detail>. Updating machine phase to Failed. Node Conditions: <conditions>"
-	case DescWaitingForReplacementGrant:
-		return "waiting-for-replacement-grant", "Machine <machine> health checks failing since last <elapsed>; waiting for the fleet limiter to allow its replacement"
-	case DescObserverDegraded:
-		return "observer-degraded", "Machine <machine> health timeout paused: observer degraded"
-	case DescHotUpdateApplied:
-		return "hot-update-applied", "Machine <machine> hot update applied"
-	case DescHotUpdateFailed:
-		return "hot-update-failed", "Hot update failed due to - <detail>. Will retry"
-	case DescNeedsReplacement:
-		return "needs-replacement", "Machine <machine> cannot be updated in place: <detail>. Needs replacement"
-	case DescMetadataSynced:
-		return "metadata-synced", "Machine <machine> instance metadata in sync"
-	case DescMetadataPending:
-		return "metadata-pending", "Machine <machine> instance metadata differs from desired: <detail>. Patching"
+	if d >= descCount {
+		return "", ""
 	}
-	return "", ""
+	return descTexts[d].id, descTexts[d].format
 }
 
 // String returns a short stable id for d, such as "s4c-vm-deletion-retry"

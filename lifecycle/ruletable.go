@@ -95,7 +95,7 @@ func (x *decider) handle(h handler, r *driverapi.Result, o *Outcome) {
 }
 
 // ruleSpecs is the table of every rule, indexed by Rule. It is read-only:
-// TestRuleTableIsReadOnly proves no code of the package writes it.
+// a test (doc/tables_test.go) proves no code of the package writes it.
 var ruleSpecs = [ruleCount]ruleSpec{
 	RuleNone:                      {id: "none", text: "no rule"},
 	RuleNoMachine:                 {id: "dispatch.no-machine", text: "the machine object is gone"},

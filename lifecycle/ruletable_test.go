@@ -1,10 +1,6 @@
 package lifecycle
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,65 +8,6 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 )
-
-// The rule table is a read-only value: outside its declaration, the
-// package's code only reads entries out of it by index. No assignment,
-// increment or address-of reaches it, so no step can change what another
-// step reads.
-func TestRuleTableIsReadOnly(t *testing.T) {
-	names, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	fset := token.NewFileSet()
-	reads := 0
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		require.NoError(t, err)
-		var stack []ast.Node
-		ast.Inspect(f, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return true
-			}
-			stack = append(stack, n)
-			id, ok := n.(*ast.Ident)
-			if !ok || id.Name != "ruleSpecs" {
-				return true
-			}
-			parent := stack[len(stack)-2]
-			if vs, ok := parent.(*ast.ValueSpec); ok && vs.Names[0] == id {
-				return true // the declaration
-			}
-			where := fset.Position(id.Pos()).String()
-			ix, ok := parent.(*ast.IndexExpr)
-			require.True(t, ok && ix.X == id, "%s: ruleSpecs used other than indexed", where)
-			// Walk up through selectors and further indexing: the value
-			// read must not be written or have its address taken.
-			child := ast.Node(ix)
-			for i := len(stack) - 3; i >= 0; i-- {
-				switch p := stack[i].(type) {
-				case *ast.SelectorExpr, *ast.IndexExpr, *ast.ParenExpr:
-					child = p
-					continue
-				case *ast.AssignStmt:
-					for _, l := range p.Lhs {
-						require.NotSame(t, l, child, "%s: ruleSpecs written", where)
-					}
-				case *ast.IncDecStmt:
-					require.NotSame(t, p.X, child, "%s: ruleSpecs written", where)
-				case *ast.UnaryExpr:
-					require.NotEqual(t, token.AND, p.Op, "%s: the address of ruleSpecs taken", where)
-				}
-				break
-			}
-			reads++
-			return true
-		})
-	}
-	require.NotZero(t, reads)
-}
 
 // Every rule has an entry; the identifiers are unique; a rule with a
 // driver method has a handler; the rules of the deletion flow are emitted
