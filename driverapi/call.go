@@ -149,85 +149,120 @@ func Invoke(ctx context.Context, d Driver, call Call, class Class) Result {
 	}
 	switch m {
 	case MethodCreate:
-		resp, err := d.CreateMachine(ctx, &CreateMachineRequest{
-			Machine:        call.Machine,
-			IdempotencyKey: call.IdempotencyKey(),
-			Generation:     call.Generation,
-			Metadata:       call.Metadata,
-			Class:          class,
-		})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.ProviderID, r.NodeName, r.LastKnownState = resp.ProviderID, resp.NodeName, resp.LastKnownState
-			r.Addresses = resp.Addresses
-		}
-		return r
+		return invokeCreate(ctx, d, &call, class)
 	case MethodInitialize:
-		resp, err := d.InitializeMachine(ctx, &InitializeMachineRequest{Machine: call.Machine, Class: class})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.ProviderID, r.NodeName, r.Addresses = resp.ProviderID, resp.NodeName, resp.Addresses
-		}
-		return r
+		return invokeInitialize(ctx, d, &call, class)
 	case MethodGetStatus:
-		resp, err := d.GetMachineStatus(ctx, &GetMachineStatusRequest{
-			Machine:        call.Machine,
-			IdempotencyKey: call.IdempotencyKey(),
-			Class:          class,
-		})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.ProviderID, r.NodeName, r.OwnerUID = resp.ProviderID, resp.NodeName, resp.OwnerUID
-			r.Addresses, r.Metadata, r.Generation = resp.Addresses, resp.Metadata, resp.Generation
-		}
-		return r
+		return invokeGetStatus(ctx, d, &call, class)
 	case MethodDelete:
-		resp, err := d.DeleteMachine(ctx, &DeleteMachineRequest{
-			Machine:        call.Machine,
-			IdempotencyKey: call.IdempotencyKey(),
-			LastKnownState: call.LastKnownState,
-			Class:          class,
-		})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.LastKnownState = resp.LastKnownState
-		}
-		return r
+		return invokeDelete(ctx, d, &call, class)
 	case MethodList:
-		resp, err := d.ListMachines(ctx, &ListMachinesRequest{Class: class})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.Instances = resp.Instances
-		}
-		return r
+		return invokeList(ctx, d, class)
 	case MethodGetVolumeIDs:
-		resp, err := d.GetVolumeIDs(ctx, &GetVolumeIDsRequest{Volumes: call.Volumes, Class: class})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.VolumeIDs = resp.VolumeIDs
-		}
-		return r
+		return invokeGetVolumeIDs(ctx, d, &call, class)
 	case MethodUpdate:
-		resp, err := d.UpdateMachine(ctx, &UpdateMachineRequest{
-			Machine:    call.Machine,
-			Generation: call.Generation,
-			Class:      class,
-		})
-		r := ResultOf(m, err)
-		if resp != nil {
-			r.Generation = resp.Generation
-		}
-		return r
+		return invokeUpdate(ctx, d, &call, class)
 	case MethodUpdateMetadata:
-		_, err := d.UpdateMetadata(ctx, &UpdateMetadataRequest{
-			Machine: call.Machine,
-			Set:     call.Metadata,
-			Remove:  call.Remove,
-			Class:   class,
-		})
-		return ResultOf(m, err)
+		return invokeUpdateMetadata(ctx, d, &call, class)
 	}
 	return invalidMethod(m)
+}
+
+// The invoke functions make one call of Invoke: the request from the Call,
+// the Result from the response and the error.
+
+func invokeCreate(ctx context.Context, d Driver, call *Call, class Class) Result {
+	resp, err := d.CreateMachine(ctx, &CreateMachineRequest{
+		Machine:        call.Machine,
+		IdempotencyKey: call.IdempotencyKey(),
+		Generation:     call.Generation,
+		Metadata:       call.Metadata,
+		Class:          class,
+	})
+	r := ResultOf(MethodCreate, err)
+	if resp != nil {
+		r.ProviderID, r.NodeName, r.LastKnownState = resp.ProviderID, resp.NodeName, resp.LastKnownState
+		r.Addresses = resp.Addresses
+	}
+	return r
+}
+
+func invokeInitialize(ctx context.Context, d Driver, call *Call, class Class) Result {
+	resp, err := d.InitializeMachine(ctx, &InitializeMachineRequest{Machine: call.Machine, Class: class})
+	r := ResultOf(MethodInitialize, err)
+	if resp != nil {
+		r.ProviderID, r.NodeName, r.Addresses = resp.ProviderID, resp.NodeName, resp.Addresses
+	}
+	return r
+}
+
+func invokeGetStatus(ctx context.Context, d Driver, call *Call, class Class) Result {
+	resp, err := d.GetMachineStatus(ctx, &GetMachineStatusRequest{
+		Machine:        call.Machine,
+		IdempotencyKey: call.IdempotencyKey(),
+		Class:          class,
+	})
+	r := ResultOf(MethodGetStatus, err)
+	if resp != nil {
+		r.ProviderID, r.NodeName, r.OwnerUID = resp.ProviderID, resp.NodeName, resp.OwnerUID
+		r.Addresses, r.Metadata, r.Generation = resp.Addresses, resp.Metadata, resp.Generation
+	}
+	return r
+}
+
+func invokeDelete(ctx context.Context, d Driver, call *Call, class Class) Result {
+	resp, err := d.DeleteMachine(ctx, &DeleteMachineRequest{
+		Machine:        call.Machine,
+		IdempotencyKey: call.IdempotencyKey(),
+		LastKnownState: call.LastKnownState,
+		Class:          class,
+	})
+	r := ResultOf(MethodDelete, err)
+	if resp != nil {
+		r.LastKnownState = resp.LastKnownState
+	}
+	return r
+}
+
+func invokeList(ctx context.Context, d Driver, class Class) Result {
+	resp, err := d.ListMachines(ctx, &ListMachinesRequest{Class: class})
+	r := ResultOf(MethodList, err)
+	if resp != nil {
+		r.Instances = resp.Instances
+	}
+	return r
+}
+
+func invokeGetVolumeIDs(ctx context.Context, d Driver, call *Call, class Class) Result {
+	resp, err := d.GetVolumeIDs(ctx, &GetVolumeIDsRequest{Volumes: call.Volumes, Class: class})
+	r := ResultOf(MethodGetVolumeIDs, err)
+	if resp != nil {
+		r.VolumeIDs = resp.VolumeIDs
+	}
+	return r
+}
+
+func invokeUpdate(ctx context.Context, d Driver, call *Call, class Class) Result {
+	resp, err := d.UpdateMachine(ctx, &UpdateMachineRequest{
+		Machine:    call.Machine,
+		Generation: call.Generation,
+		Class:      class,
+	})
+	r := ResultOf(MethodUpdate, err)
+	if resp != nil {
+		r.Generation = resp.Generation
+	}
+	return r
+}
+
+func invokeUpdateMetadata(ctx context.Context, d Driver, call *Call, class Class) Result {
+	_, err := d.UpdateMetadata(ctx, &UpdateMetadataRequest{
+		Machine: call.Machine,
+		Set:     call.Metadata,
+		Remove:  call.Remove,
+		Class:   class,
+	})
+	return ResultOf(MethodUpdateMetadata, err)
 }
 
 // invalidMethod is the Result of a Call whose Method names no Driver method.
