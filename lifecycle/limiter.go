@@ -77,15 +77,32 @@ func (m *Member) inFlight(eligible bool) bool {
 func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) []Grant {
 	out = slices.Grow(out[:0], len(fleet))[:len(fleet)]
 	clear(out)
-	type group struct{ total, inFlight int }
+	groups, candidates := tally(out, cfg, now, observer, fleet)
+	if len(candidates) > 0 {
+		grantOldest(out, cfg, fleet, groups, candidates)
+	}
+	return out
+}
+
+// ownerGroup counts an owner's machines and those of them in flight.
+type ownerGroup struct{ total, inFlight int }
+
+// candidate is a machine past its health timeout that has no grant yet:
+// its index in the fleet and its owner's group.
+type candidate struct{ i, group int }
+
+// tally groups the fleet by owner, counting each owner's machines and
+// those in flight, renews the grant of every machine that holds one and is
+// still past its timeout (in out), and returns the groups and the machines
+// that ask for a grant (none while the observer is degraded).
+func tally(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) ([]ownerGroup, []candidate) {
 	index := make(map[string]int)
-	var groups []group
+	var groups []ownerGroup
 	n := StampOf(now)
 	healthySince := StampOf(observer.Since)
 	if observer.Degraded {
 		healthySince = n // nothing is past its timeout while degraded
 	}
-	type candidate struct{ i, group int }
 	var candidates []candidate
 	last, lastGi := "", -1
 	for i := range fleet {
@@ -98,7 +115,7 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 			if gi, ok = index[m.Owner]; !ok {
 				gi = len(groups)
 				index[m.Owner] = gi
-				groups = append(groups, group{})
+				groups = append(groups, ownerGroup{})
 			}
 			last, lastGi = m.Owner, gi
 		}
@@ -114,12 +131,15 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 			candidates = append(candidates, candidate{i, gi})
 		}
 	}
-	if len(candidates) == 0 {
-		return out
-	}
+	return groups, candidates
+}
+
+// grantOldest grants the candidates of each owner, oldest first (then by
+// name), until the owner's machines in flight reach its limit.
+func grantOldest(out []Grant, cfg *Config, fleet []Member, groups []ownerGroup, candidates []candidate) {
 	// An owner's grants depend only on its own candidates, so they are
-	// ordered per owner (oldest first, then by name): a counting sort by
-	// owner, then small sorts, rather than one sort of them all.
+	// ordered per owner: a counting sort by owner, then small sorts,
+	// rather than one sort of them all.
 	start := make([]int, len(groups)+1)
 	for _, c := range candidates {
 		start[c.group+1]++
@@ -159,5 +179,4 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 			g.inFlight++
 		}
 	}
-	return out
 }
