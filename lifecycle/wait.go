@@ -29,22 +29,10 @@ import (
 // Running one for the retry time of a failed hot update or lookup, or
 // nothing; any other for nothing.
 func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
-	retry := f.st.RetryAfter > now
 	if f.deleted != 0 {
-		var drainBy Stamp // the drain timeout, while the drain is ahead
-		if f.st.Stage <= StageDrain && f.st.Flags&flagsDrained == 0 {
-			drainBy = f.deleted.Add(cfg.drainTimeout(f.o))
-		}
-		switch {
-		case f.in.Problem != ProblemNone:
-			return Wait{For: WaitProblem}
-		case !f.o.Finalizer:
-			return Wait{For: WaitFinalizer, Since: f.deleted}
-		case retry:
-			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: sooner(f.st.RetryAfter, drainBy)}
-		}
-		return Wait{For: WaitDeletion, Since: f.deleted, Until: drainBy}
+		return f.deletionWait(cfg, now)
 	}
+	retry := f.st.RetryAfter > now
 	if f.in.Observer.Degraded {
 		return Wait{For: WaitObserver, Since: f.observed}
 	}
@@ -91,6 +79,23 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 		}
 	}
 	return Wait{}
+}
+
+// deletionWait is wait for a machine being deleted.
+func (f *waitFacts) deletionWait(cfg *Config, now Stamp) Wait {
+	var drainBy Stamp // the drain timeout, while the drain is ahead
+	if f.st.Stage <= StageDrain && f.st.Flags&flagsDrained == 0 {
+		drainBy = f.deleted.Add(cfg.drainTimeout(f.o))
+	}
+	switch {
+	case f.in.Problem != ProblemNone:
+		return Wait{For: WaitProblem}
+	case !f.o.Finalizer:
+		return Wait{For: WaitFinalizer, Since: f.deleted}
+	case f.st.RetryAfter > now:
+		return Wait{For: WaitRetry, Since: f.st.StageSince, Until: sooner(f.st.RetryAfter, drainBy)}
+	}
+	return Wait{For: WaitDeletion, Since: f.deleted, Until: drainBy}
 }
 
 // creationDeadline returns when the machine's creation timeout passes.
