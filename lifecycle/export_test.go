@@ -19,7 +19,7 @@ func OpEmittable(d *Decision, deleting bool) bool {
 	if d.Call.Method != driverapi.MethodNone && (spec.handler == handleNone || spec.method != d.Call.Method) {
 		return false
 	}
-	if d.Call.Method == driverapi.MethodNone && (spec.method != driverapi.MethodNone || spec.handler == handleNone) {
+	if d.Call.Method == driverapi.MethodNone && !spec.handlesWrites() {
 		return true
 	}
 	return r.emittableAt(&d.Status, deleting)

@@ -28,6 +28,12 @@ type ruleSpec struct {
 	at opStatus
 }
 
+// handlesWrites reports whether the rule's op is one of API writes whose
+// outcome its handler decides on.
+func (s *ruleSpec) handlesWrites() bool {
+	return s.method == driverapi.MethodNone && s.handler != handleNone
+}
+
 // handler names a method of the decider that decides on an op's outcome.
 // The table names handlers rather than holding method values: a decider
 // passed to a function value escapes to the heap, and every step would

@@ -208,36 +208,12 @@ func (x *decider) outcome() bool {
 		x.requeue(retry.Short)
 		return true
 	}
-	if o.OpID == 0 {
-		// The previous decision only changed the status, which was saved.
-		return false
-	}
-	if o.OpID.Seq() != x.st.Seq {
-		x.anomaly(AnomalyStaleOutcome)
-		return false
-	}
-	n := o.OpID.Effects()
-	if n == 0 || o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK) {
-		// A decision's OpID always counts at least one effect.
-		x.anomaly(AnomalyBadOutcome)
-		return false
-	}
-	rule := o.OpID.Rule()
-	spec, ok := rule.spec()
+	spec, ok := x.matchOutcome(o)
 	if !ok {
-		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
-	if (o.Result.Method != driverapi.MethodNone || spec.method == driverapi.MethodNone && spec.handler != handleNone) && !rule.emittableAt(x.st, x.deleting()) {
-		// No decision of this op leaves this status (ops.go): a mixed-up
-		// or forged outcome, which carried on would record, create or
-		// delete what no decision asked for.
-		x.anomaly(AnomalyBadOutcome)
-		return false
-	}
-	r := &o.Result
-	if o.Ran < n {
-		if spec.method == driverapi.MethodNone && spec.handler != handleNone {
+	if o.Ran < o.OpID.Effects() {
+		if spec.handlesWrites() {
 			x.handle(spec.handler, nil, o)
 			return true
 		}
@@ -250,20 +226,15 @@ func (x *decider) outcome() bool {
 		}
 		return true
 	}
+	r := &o.Result
 	if r.Method == driverapi.MethodNone {
-		if spec.method == driverapi.MethodNone && spec.handler != handleNone {
+		if spec.handlesWrites() {
 			x.handle(spec.handler, nil, o)
 			return true
 		}
 		// The effects are done, and the next decision is made afresh from
 		// the world they changed (node and token writes are not repeated
 		// within the pass: see running).
-		return false
-	}
-	if rule == RuleCreateLookup && r.ProviderID != "" && x.ref().ProviderID != "" && r.ProviderID != x.ref().ProviderID {
-		// Asked by the recorded providerID, answered about another
-		// instance: recorded, it would replace the machine's own.
-		x.anomaly(AnomalyBadOutcome)
 		return false
 	}
 	if x.in.Observer.Degraded && !x.deleting() {
@@ -274,13 +245,46 @@ func (x *decider) outcome() bool {
 		x.requeue(retry.Long)
 		return true
 	}
-	if spec.handler == handleNone || r.Method != spec.method {
-		// An answer to a question the rule's op does not ask.
-		x.anomaly(AnomalyBadOutcome)
-		return false
-	}
 	x.handle(spec.handler, r, nil)
 	return true
+}
+
+// matchOutcome returns the table entry of the rule of the op the saved
+// outcome o reports, and whether o is one this step acts on: an op of the
+// decision that left this status, whose effect count, driver method and
+// answer agree with what the rule emits. A stale outcome (another status)
+// and a mixed-up or forged one are reported as anomalies and not acted on.
+func (x *decider) matchOutcome(o *Outcome) (ruleSpec, bool) {
+	if o.OpID == 0 {
+		// The previous decision only changed the status, which was saved.
+		return ruleSpec{}, false
+	}
+	if o.OpID.Seq() != x.st.Seq {
+		x.anomaly(AnomalyStaleOutcome)
+		return ruleSpec{}, false
+	}
+	n := o.OpID.Effects()
+	rule := o.OpID.Rule()
+	spec, ok := rule.spec()
+	r := &o.Result
+	switch {
+	case !ok || n == 0 || o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK):
+		// A decision's OpID always counts at least one effect, of a
+		// declared rule.
+	case (r.Method != driverapi.MethodNone || spec.handlesWrites()) && !rule.emittableAt(x.st, x.deleting()):
+		// No decision of this op leaves this status (ops.go): a mixed-up
+		// or forged outcome, which carried on would record, create or
+		// delete what no decision asked for.
+	case o.Ran == n && r.Method != driverapi.MethodNone && (spec.handler == handleNone || r.Method != spec.method):
+		// An answer to a question the rule's op does not ask.
+	case rule == RuleCreateLookup && r.ProviderID != "" && x.ref().ProviderID != "" && r.ProviderID != x.ref().ProviderID:
+		// Asked by the recorded providerID, answered about another
+		// instance: recorded, it would replace the machine's own.
+	default:
+		return spec, true
+	}
+	x.anomaly(AnomalyBadOutcome)
+	return ruleSpec{}, false
 }
 
 // edge is StampOf of a time stampIn could not convert exactly: the zero
