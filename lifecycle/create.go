@@ -194,69 +194,81 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		x.rule(RuleCreateLookupUndecodable)
 		x.requeue(retry.Medium)
 	case code == driverapi.NotFound || code == driverapi.Unimplemented:
-		if pid := x.ref().ProviderID; pid != "" {
-			// A7: the provider cannot tell, but an instance is recorded.
-			x.rule(RuleCreateRecorded)
-			node := x.st.NodeName
-			if node == "" {
-				node = x.in.Object.NodeLabel
-			}
-			if !x.record(pid, node, nil, "") {
-				return
-			}
-			x.proceed(RuleCreateRecorded)
-			return
-		}
-		if !x.creating() {
-			// Past creation and the provider has no instance: never create
-			// again; health decides from the node, and the provider is
-			// asked again after Long.
-			x.pin(RuleCreateInstanceMissing)
-			set(x, &x.st.RetryAfter, x.now.Add(retry.Long))
-			x.pastCreation()
-			return
-		}
-		x.createInstance()
+		x.lookupFoundNone()
 	case code == driverapi.Uninitialized, code == driverapi.OK:
-		if x.foreign(r) {
-			return
-		}
-		rule := RuleCreateAdopted
-		if code == driverapi.Uninitialized {
-			rule = RuleCreateUninitialized
-		}
-		x.rule(rule)
-		// A lookup by a recorded providerID answers about that instance
-		// (outcome refuses an answer naming another); a provider that
-		// leaves out the providerID or the node name it knows does not
-		// erase what the status records.
-		pid, node := r.ProviderID, r.NodeName
-		if pid == "" {
-			pid = x.ref().ProviderID
-		}
-		if node == "" {
-			node = x.st.NodeName
-		}
-		if !x.record(pid, node, r.Addresses, "") {
-			return
-		}
-		set(x, &x.st.OwnerUID, r.OwnerUID)
-		if r.Generation > 0 {
-			set(x, &x.st.AppliedGeneration, r.Generation)
-		}
-		if code == driverapi.Uninitialized && x.creating() {
-			// A8: the instance exists but must be initialized (again). A
-			// machine past creation only records it (B9).
-			x.initialize(rule)
-			return
-		}
-		// A10: adopt. An instance this flow created is initialized unless
-		// the status shows initialization done.
-		x.proceed(rule)
+		x.lookupFound(r, code)
 	default:
 		// A9: any other decodable code.
 		x.createError(RuleCreateLookupFailed, r, code, class, "")
 	}
+}
+
+// lookupFoundNone decides on a lookup that found no instance, or a provider
+// that cannot look one up.
+func (x *decider) lookupFoundNone() {
+	if pid := x.ref().ProviderID; pid != "" {
+		// A7: the provider cannot tell, but an instance is recorded.
+		x.rule(RuleCreateRecorded)
+		node := x.st.NodeName
+		if node == "" {
+			node = x.in.Object.NodeLabel
+		}
+		if !x.record(pid, node, nil, "") {
+			return
+		}
+		x.proceed(RuleCreateRecorded)
+		return
+	}
+	if !x.creating() {
+		// Past creation and the provider has no instance: never create
+		// again; health decides from the node, and the provider is asked
+		// again after Long.
+		x.pin(RuleCreateInstanceMissing)
+		set(x, &x.st.RetryAfter, x.now.Add(retry.Long))
+		x.pastCreation()
+		return
+	}
+	x.createInstance()
+}
+
+// lookupFound decides on a lookup that found the instance, initialized
+// (OK) or not (Uninitialized): recorded, then initialized or adopted.
+func (x *decider) lookupFound(r *driverapi.Result, code driverapi.Code) {
+	if x.foreign(r) {
+		return
+	}
+	rule := RuleCreateAdopted
+	if code == driverapi.Uninitialized {
+		rule = RuleCreateUninitialized
+	}
+	x.rule(rule)
+	// A lookup by a recorded providerID answers about that instance
+	// (matchOutcome refuses an answer naming another); a provider that
+	// leaves out the providerID or the node name it knows does not erase
+	// what the status records.
+	pid, node := r.ProviderID, r.NodeName
+	if pid == "" {
+		pid = x.ref().ProviderID
+	}
+	if node == "" {
+		node = x.st.NodeName
+	}
+	if !x.record(pid, node, r.Addresses, "") {
+		return
+	}
+	set(x, &x.st.OwnerUID, r.OwnerUID)
+	if r.Generation > 0 {
+		set(x, &x.st.AppliedGeneration, r.Generation)
+	}
+	if code == driverapi.Uninitialized && x.creating() {
+		// A8: the instance exists but must be initialized (again). A
+		// machine past creation only records it (B9).
+		x.initialize(rule)
+		return
+	}
+	// A10: adopt. An instance this flow created is initialized unless the
+	// status shows initialization done.
+	x.proceed(rule)
 }
 
 // proceed continues after the instance is recorded: initialize it when this
