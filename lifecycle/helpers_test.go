@@ -259,6 +259,12 @@ func undecodable(msg string) driverapi.Result {
 	return driverapi.Result{Code: driverapi.Unknown, Undecodable: true, Message: msg, Text: msg}
 }
 
+// Results of the lookup that starts every creation pass.
+var (
+	notFound      = fail(driverapi.NotFound, "no instance for machine-1")
+	unimplemented = fail(driverapi.Unimplemented, "GetMachineStatus is not implemented")
+)
+
 // want is what a row asserts of a decision.
 type want struct {
 	rule    lifecycle.Rule
@@ -324,6 +330,39 @@ func lastInputCreated(in lifecycle.Input, created lifecycle.Node, ds []lifecycle
 		in = thenCreated(in, ds[i], r, created)
 	}
 	return in
+}
+
+// rowCase starts from an input, feeds the results in turn as outcomes of
+// the previous decisions, and asserts the last decision.
+type rowCase struct {
+	name    string
+	cfg     func(*lifecycle.Config)
+	in      func() lifecycle.Input
+	results []driverapi.Result
+	// created is the node the shell finds when a CreateMachine result
+	// names it (Outcome.CreatedNode); zero for none.
+	created lifecycle.Node
+	want    want
+	check   func(t *testing.T, in lifecycle.Input, d lifecycle.Decision)
+}
+
+func runRows(t *testing.T, cases []rowCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := lifecycle.DefaultConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			in := tc.in()
+			ds := runCreated(t, cfg, in, tc.created, tc.results...)
+			d := ds[len(ds)-1]
+			assertDecision(t, tc.want, d)
+			if tc.check != nil {
+				tc.check(t, lastInputCreated(in, tc.created, ds, tc.results...), d)
+			}
+		})
+	}
 }
 
 const (

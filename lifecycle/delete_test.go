@@ -13,6 +13,11 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
+// Tests of the deletion flow (delete.go). This file: MCM's deletion dispatch
+// rows (X0-X10 in doc/mcm-rows.md), the adoption of MCM's descriptions, a
+// deletion during or after a creation, and the happy path. The rows of each
+// step (S1-S5) and the proof of the node: delete_steps_test.go.
+
 // deletingInput is a Running machine whose deletion was requested 30s ago.
 func deletingInput() lifecycle.Input {
 	in := runningInput()
@@ -295,4 +300,135 @@ func TestTerminatingWithoutDeletionTimeWaits(t *testing.T) {
 	d := step(t, lifecycle.DefaultConfig(), in)
 	require.Equal(t, lifecycle.RuleIdle, d.Rule)
 	require.Empty(t, d.Lines())
+}
+
+// Deletion after a crash right after CreateMachine finds the instance by
+// the creation key and records it before deleting it.
+func TestDeletionAfterACrashedCreateFindsTheInstance(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in.Status = ds[1].Status // the intent was saved; the shell crashed after the call
+	in.Object.DeletionTime = in.Now
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	in = then(in, d, driverapi.Result{})
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteLookup, d.Rule)
+	require.Equal(t, "uid-1/0", d.Call.IdempotencyKey())
+	d = step(t, cfg, then(in, d, ok(providerID, nodeName)))
+	require.Equal(t, providerID, d.Status.ProviderID)
+	require.Equal(t, nodeName, d.Status.NodeName)
+}
+
+// MCM issue 1035
+// (https://github.com/gardener/machine-controller-manager/issues/1035):
+// deletion that arrives while CreateMachine is in flight. The result is
+// recorded first, so deletion finds the instance.
+func TestDeviationDeletionDuringCreationKeepsTheInstance(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in = then(in, ds[1], ok(providerID, nodeName))
+	in.Object.DeletionTime = in.Now
+	d := step(t, cfg, in)
+	require.Equal(t, providerID, d.Status.ProviderID, "the created instance is recorded")
+	require.Equal(t, phase.Terminating, d.Status.Phase)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+}
+
+// A machine deleted before any instance was recorded may share its name
+// with an earlier machine whose instance still runs: that instance's node
+// carries the name's machine-name label and its own providerID. The
+// deletion asks the provider before it drains such a node, and leaves it
+// alone unless the provider names it as this machine's (found by the
+// fleet simulator: seed 13 with force-removed machines and reused names).
+func TestDeletionWithoutInstanceAsksBeforeDrainingALabelledNode(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	base := newInput()
+	base.Status.Phase = phase.CrashLoopBackOff
+	base.Status.PhaseSince = lifecycle.StampOf(t0)
+	base.Object.DeletionTime = base.Now
+	base.Node = healthyNode()
+	base.Node.Name, base.Node.ProviderID = "old-node", "fake:///eu-1/vm-OLD"
+
+	d := step(t, cfg, base)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	in := then(base, d, driverapi.Result{})
+	d = step(t, cfg, in)
+	require.Equal(t, driverapi.MethodGetStatus, d.Call.Method, "the provider is asked first: %s", d.String())
+	require.NotEqual(t, "old-node", d.Status.NodeName)
+
+	t.Run("not found: the node is not drained or deleted", func(t *testing.T) {
+		in := then(in, d, fail(driverapi.NotFound, "no instance"))
+		for range 8 {
+			d := step(t, cfg, in)
+			for _, l := range d.Lines() {
+				require.NotContains(t, l, "old-node", "rule %s", d.Rule)
+			}
+			if d.Status.Phase != phase.Terminating || d.Call.Method == driverapi.MethodNone && d.Effects.Len() == 0 && !d.Changed {
+				break
+			}
+			in = then(in, d, fail(driverapi.NotFound, "no instance"))
+		}
+	})
+	t.Run("the provider names the node's instance: it is drained", func(t *testing.T) {
+		r := ok("fake:///eu-1/vm-OLD", "old-node")
+		in := then(in, d, r)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleDeleteLookupOK, d.Rule)
+		require.Equal(t, "old-node", d.Status.NodeName)
+		require.Equal(t, lifecycle.KindDrain, d.Effects.Last().Kind, d.String())
+	})
+}
+
+// deletionHappyPath returns the input of every step a healthy Running
+// machine takes from its deletion request to the finalizer's removal.
+func deletionHappyPath(t testing.TB) []lifecycle.Input {
+	cfg := lifecycle.DefaultConfig()
+	in := deletingInput()
+	in.Node.VolumesAttached = 0
+	steps := []lifecycle.Input{in}
+	d := lifecycle.Step(cfg, in)
+	for d.Rule != lifecycle.RuleDeleteDone {
+		if len(steps) > 10 {
+			t.Fatalf("deletion did not finish: %s", d.String())
+		}
+		in = then(in, d, driverapi.Result{})
+		if d.Status.Stage == lifecycle.StageRemoveFinalizer && d.Effects.Len() > 0 {
+			in.Object.Finalizer = false
+		}
+		if d.Status.Flags.Has(lifecycle.FlagTerminated) && d.Status.Stage == lifecycle.StageRemoveFinalizer {
+			in.Node = lifecycle.Node{} // deleted
+		}
+		steps = append(steps, in)
+		d = lifecycle.Step(cfg, in)
+	}
+	return steps
+}
+
+// Every step of the deletion happy path allocates nothing.
+func TestDeletionHappyPathAllocatesNothing(t *testing.T) {
+	k := checked(t, lifecycle.DefaultConfig())
+	steps := deletionHappyPath(t)
+	var rules []string
+	for i, in := range steps {
+		var d lifecycle.Decision
+		n := testing.AllocsPerRun(200, func() { lifecycle.StepInto(&d, k, &in) })
+		require.Zero(t, n, "step %d (%s) allocates", i, d.Rule)
+		rules = append(rules, d.Rule.String())
+	}
+	require.Equal(t, []string{"delete.begins", "delete.node-known", "delete.drained", "delete.vm-deleted",
+		"delete.node-deleted", "delete.done"}, rules)
+}
+
+// A deletion time at the Unix epoch is the zero stamp, which elsewhere
+// means unset; the machine is deleted all the same, and its decision waits
+// for the deletion like any other.
+func TestDeletionAtTheUnixEpochIsADeletion(t *testing.T) {
+	in := deletingInput()
+	in.Object.DeletionTime = time.Unix(0, 0)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Terminating, d.Status.Phase, d.String())
+	require.Equal(t, lifecycle.WaitDeletion, d.Wait.For, d.String())
 }

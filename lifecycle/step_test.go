@@ -6,11 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
 )
+
+// Tests of the dispatch and the input checks of step.go: MCM's dispatch
+// rows (D1-D10 in doc/mcm-rows.md), the checks of an outcome against the op
+// it answers, and stamps later than Now. Bad input: step_badinput_test.go.
 
 // TestDispatchRows has one case per row of MCM's dispatch (D1-D10 in
 // doc/mcm-rows.md). Where a row deviates from MCM the case name says so and
@@ -203,4 +208,99 @@ func TestResyncCarriesDeterministicJitter(t *testing.T) {
 	other := in
 	other.Object.UID = "uid-2"
 	require.NotEqual(t, d.Requeue, step(t, cfg, other).Requeue, "machines spread out")
+}
+
+func TestStaleOrDuplicateOutcomeIsIgnored(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in = then(in, ds[1], ok(providerID, nodeName))
+	init := step(t, cfg, in) // recorded, initializing
+	// The create result is delivered a second time.
+	dup := in
+	dup.Status = init.Status
+	d := step(t, cfg, dup)
+	require.True(t, d.Anomalies.Has(lifecycle.AnomalyStaleOutcome))
+	require.NotEqual(t, driverapi.MethodCreate, d.Call.Method)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule, "decided afresh")
+}
+
+func TestPersistFailureCarriesNothingOut(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	// Saving the create intent failed: the input keeps the old status.
+	in.Outcome = &lifecycle.Outcome{OpID: ds[1].OpID, Persist: lifecycle.WriteConflict}
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RulePersistConflict, d.Rule)
+	require.Equal(t, retry.Conflict, d.Requeue)
+	require.True(t, d.Done())
+	require.False(t, d.Changed)
+	in.Outcome.Persist = lifecycle.WriteFailed
+	require.Equal(t, lifecycle.RulePersistFailed, step(t, cfg, in).Rule)
+}
+
+func TestOutcomeThatContradictsItsOpIsIgnored(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	d := step(t, cfg, in)
+	in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: 5}
+	got := step(t, cfg, in)
+	require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome))
+	require.Equal(t, lifecycle.RuleCreateLookup, got.Rule)
+	// A result of another method than the rule asked.
+	in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: 1, Result: driverapi.Result{Method: driverapi.MethodCreate}}
+	got = step(t, cfg, in)
+	require.True(t, got.Anomalies.Has(lifecycle.AnomalyBadOutcome))
+}
+
+// A step whose clock was hours ahead stamps the status in the future; the
+// next step, with the clock right, finds those stamps later than Now. They
+// are set to Now and saved (AnomalyStampClamped), so every deadline counts
+// from Now at the latest instead of waiting for real time to catch up
+// with the jumped clock.
+func TestStampsAfterNowAreClamped(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	ahead := func(in lifecycle.Input) lifecycle.Stamp { return lifecycle.StampOf(in.Now.Add(6 * time.Hour)) }
+
+	t.Run("an Unknown machine whose phase began in the future", func(t *testing.T) {
+		in := unknownInput()
+		in.Status.PhaseSince = ahead(in)
+		d := step(t, cfg, in)
+		require.True(t, d.Anomalies.Has(lifecycle.AnomalyStampClamped), d.String())
+		require.Equal(t, lifecycle.StampOf(in.Now), d.Status.PhaseSince)
+		require.True(t, d.Changed, "the clamped stamp is saved")
+		require.Equal(t, lifecycle.RuleHealthWaitUnknown, d.Rule)
+		require.Equal(t, lifecycle.StampOf(in.Now.Add(cfg.HealthTimeout)), d.Wait.Until, "the deadline counts from now")
+
+		// Just past ten minutes later by the right clock, the timeout has
+		// passed.
+		in.Status, in.Now, in.Grant.Fail = d.Status, in.Now.Add(cfg.HealthTimeout+time.Second), true
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleHealthConfirm, d.OpID.Rule(), d.String())
+	})
+	t.Run("every stamp of the status", func(t *testing.T) {
+		in := withIdentity(newInput(), phase.Running)
+		in.Node = healthyNode()
+		in.Status.Conditions = in.Node.Conditions
+		in.Status.PhaseSince = ahead(in)
+		in.Status.StageSince = ahead(in)
+		in.Status.MetadataObserved = ahead(in)
+		in.Status.MetadataSince = ahead(in)
+		in.Status.RetryAfter = ahead(in)
+		d := step(t, cfg, in)
+		require.True(t, d.Anomalies.Has(lifecycle.AnomalyStampClamped), d.String())
+		now := lifecycle.StampOf(in.Now)
+		for name, s := range map[string]lifecycle.Stamp{"PhaseSince": d.Status.PhaseSince, "StageSince": d.Status.StageSince,
+			"MetadataObserved": d.Status.MetadataObserved, "MetadataSince": d.Status.MetadataSince,
+			"RetryAfter (further ahead than any backoff)": d.Status.RetryAfter} {
+			require.LessOrEqual(t, s, now, name)
+		}
+	})
+	t.Run("stamps at or before now are left alone", func(t *testing.T) {
+		in := unknownInput()
+		d := step(t, cfg, in)
+		require.False(t, d.Anomalies.Has(lifecycle.AnomalyStampClamped))
+		require.Equal(t, in.Status.PhaseSince, d.Status.PhaseSince)
+	})
 }

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,6 +13,11 @@ import (
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
 )
+
+// Tests of the health flow (health.go). This file: MCM's health rows (H0-H13
+// in doc/mcm-rows.md), health without evidence, the join and the check of a
+// node's conditions. The health timeout, the limiter's grant (T1-T4) and the
+// observer's outages: health_timeout_test.go.
 
 // runningInput is a machine Running for a while, its node healthy and its
 // conditions mirrored.
@@ -330,161 +336,6 @@ func TestHealthRows(t *testing.T) {
 	})
 }
 
-// TestThrottleRows has one case per row of MCM's throttled marking as Failed
-// (T1-T4 in doc/mcm-rows.md): the limiter is a pure function whose grant Step
-// takes as input.
-func TestThrottleRows(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
-	grantFor := func(in lifecycle.Input, peers ...lifecycle.Member) lifecycle.Input {
-		fleet := append([]lifecycle.Member{lifecycle.MemberOf(&cfg, &in)}, peers...)
-		in.Grant = lifecycle.Limit(nil, &cfg, in.Now, in.Observer, fleet)[0]
-		return in
-	}
-	peer := func(name string, p phase.Phase) lifecycle.Member {
-		return lifecycle.Member{Name: name, UID: name, Owner: "machineset-1", Phase: p, PhaseSince: lifecycle.StampOf(t0)}
-	}
-	awaiting := want{rule: lifecycle.RuleHealthAwaitGrant, phase: phase.Unknown, op: unknownOp, period: retry.Short}
-	runRows(t, []rowCase{
-		{
-			// MCM's permit (T1) and listing (T2) become the shell's one
-			// computation of Limit: when it could not be made, the machine
-			// gets no grant, which is this input.
-			name: "T1, T2 no grant could be computed (permit not acquired, fleet not listed): wait Short, no write",
-			in:   unknownInput,
-			want: awaiting,
-		},
-		{
-			name: "T3 another replacement of the owner is in flight: wait Short, no write",
-			in:   func() lifecycle.Input { return grantFor(unknownInput(), peer("m-2", phase.Pending)) },
-			want: awaiting,
-		},
-		{
-			name: "T4 nothing in flight: granted, confirmed, Failed",
-			in: func() lifecycle.Input {
-				recent := peer("m-3", phase.Unknown)
-				recent.PhaseSince = lifecycle.StampOf(t0.Add(58 * time.Minute)) // not timed out yet
-				return grantFor(unknownInput(), peer("m-2", phase.Running), recent)
-			},
-			results: []driverapi.Result{ok(providerID, nodeName)},
-			want: want{rule: lifecycle.RuleHealthTimeout, phase: phase.Failed, period: retry.Long, changed: true,
-				op: op{lastop.TypeHealthCheck, lastop.StateFailed, "",
-					"Machine machine-1 health checks failing since last 10m0s; provider reports: instance exists. Updating machine phase to Failed. Node Conditions: " + notReadyText},
-				effects: []string{"event Warning MachineFailed (health.timeout)"}},
-		},
-	})
-}
-
-// MCM issues 680 and 679
-// (https://github.com/gardener/machine-controller-manager/issues/680,
-// https://github.com/gardener/machine-controller-manager/issues/679): while
-// the observer is degraded nothing is marked Failed; afterwards the health
-// timeout counts from its recovery, and Unknown is never rewritten to Running
-// without a healthy node.
-func TestDeviationHealthTimeoutAfterAnOutage(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
-	in := unknownInput()
-	in.Grant.Fail = true
-	in.Now = t0.Add(3 * time.Hour)
-	in.Observer = lifecycle.Observer{Degraded: true, Since: t0.Add(55 * time.Minute)}
-	d := step(t, cfg, in)
-	require.Equal(t, lifecycle.RuleFrozen, d.Rule)
-	require.Equal(t, phase.Unknown, d.Status.Phase)
-
-	in.Observer = lifecycle.Observer{Since: t0.Add(3 * time.Hour)}
-	d = step(t, cfg, in)
-	require.Equal(t, lifecycle.RuleHealthWaitUnknown, d.Rule, "the outage's end fails nothing at once")
-	require.Equal(t, phase.Unknown, d.Status.Phase, "and rewrites nothing to Running")
-	require.Equal(t, lifecycle.StampOf(t0.Add(3*time.Hour+10*time.Minute)), d.Wait.Until)
-
-	in.Now = t0.Add(3*time.Hour + 10*time.Minute + time.Second)
-	require.Equal(t, lifecycle.RuleHealthConfirm, step(t, cfg, in).Rule)
-	// The limiter grants nothing while degraded, and counts from recovery.
-	fleet := []lifecycle.Member{lifecycle.MemberOf(&cfg, &in)}
-	require.False(t, lifecycle.Limit(nil, &cfg, in.Now, lifecycle.Observer{Degraded: true}, fleet)[0].Fail)
-	require.False(t, lifecycle.Limit(nil, &cfg, t0.Add(3*time.Hour+5*time.Minute), in.Observer, fleet)[0].Fail)
-	require.True(t, lifecycle.Limit(nil, &cfg, in.Now, in.Observer, fleet)[0].Fail)
-}
-
-// A machine that recovers while the provider is asked is not failed.
-func TestRecoveryDuringConfirmation(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
-	in := unknownInput()
-	in.Grant.Fail = true
-	d := step(t, cfg, in)
-	in = then(in, d, ok(providerID, nodeName))
-	in.Node = healthyNode()
-	d = step(t, cfg, in)
-	require.Equal(t, phase.Running, d.Status.Phase)
-	require.False(t, d.Status.Flags.Has(lifecycle.FlagGranted))
-}
-
-// A Running machine whose node is healthy holds no grant, so a grant kept
-// from before is dropped on recovery; the limiter then counts it no more.
-func TestGrantReleasedOnRecovery(t *testing.T) {
-	in := unknownInput()
-	in.Status.Flags |= lifecycle.FlagGranted
-	in.Node = healthyNode()
-	d := step(t, lifecycle.DefaultConfig(), in)
-	require.Equal(t, phase.Running, d.Status.Phase)
-	require.False(t, d.Status.Flags.Has(lifecycle.FlagGranted))
-}
-
-// While the observer is degraded nothing is marked Failed, also when it turns
-// degraded between a call and its outcome.
-func TestNothingFailedWhenTheObserverDegradesMidStep(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
-	in := unknownInput()
-	in.Grant.Fail = true
-	d := step(t, cfg, in)
-	require.Equal(t, lifecycle.RuleHealthConfirm, d.Rule)
-	next := then(in, d, ok(providerID, nodeName))
-	next.Observer = lifecycle.Observer{Degraded: true, Since: next.Now}
-	got := step(t, cfg, next)
-	require.Equal(t, lifecycle.RuleFrozen, got.Rule)
-	require.Equal(t, phase.Unknown, got.Status.Phase)
-	require.True(t, got.Status.Flags.Has(lifecycle.FlagGranted), "the grant stays for after the outage")
-
-	creating := newInput()
-	creating.Status.Stage = lifecycle.StageCreating
-	creating.Now = t0.Add(21 * time.Minute)
-	d = step(t, cfg, creating)
-	require.Equal(t, lifecycle.RuleCreateTimeoutLookup, d.Rule)
-	next = then(creating, d, notFound)
-	next.Observer = lifecycle.Observer{Degraded: true, Since: next.Now}
-	got = step(t, cfg, next)
-	require.Equal(t, lifecycle.RuleFrozen, got.Rule)
-	require.Equal(t, phase.None, got.Status.Phase)
-}
-
-// A grant is released when it can no longer be used (the timeout raised or
-// disabled), so the owner's other machines may be replaced.
-func TestGrantReleasedWhenTheTimeoutMoves(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
-	in := unknownInput()
-	in.Status.Flags |= lifecycle.FlagGranted
-	in.Object.Overrides.HealthTimeout = time.Hour
-	require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagGranted))
-	in.Object.Overrides = lifecycle.Overrides{DisableHealthTimeout: true}
-	require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagGranted))
-}
-
-// A machine past creation without a recorded instance asks the provider at
-// most every Long period; in between, health decides.
-func TestLookupOfAMissingInstanceIsThrottled(t *testing.T) {
-	cfg := lifecycle.DefaultConfig()
-	in := runningInput()
-	in.Status.ProviderID, in.Object.ProviderID, in.Node.ProviderID = "", "", ""
-	d := step(t, cfg, in)
-	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
-	d = step(t, cfg, then(in, d, notFound))
-	require.Equal(t, lifecycle.RuleCreateInstanceMissing, d.Rule)
-	in.Status, in.Outcome = d.Status, nil
-	in.Now = in.Now.Add(time.Minute)
-	require.NotEqual(t, driverapi.MethodGetStatus, step(t, cfg, in).Call.Method)
-	in.Now = in.Now.Add(retry.Long)
-	require.Equal(t, lifecycle.RuleCreateLookup, step(t, cfg, in).Rule)
-}
-
 // Health is never decided without evidence. A node that exists but reports
 // no conditions, or no Ready condition (only types the lifecycle does not
 // watch, which MCM's isHealthy counts as healthy), is not healthy: a
@@ -533,6 +384,131 @@ func TestHealthWithoutEvidence(t *testing.T) {
 			d := step(t, cfg, tc.in)
 			require.Equal(t, tc.wantPhase.Label(), d.Status.Phase.Label(), d.String())
 			require.Equal(t, tc.wantRule.String(), d.Rule.String())
+		})
+	}
+}
+
+// A leftover node of an earlier machine with the same name (found by its
+// machine-name label) carries another providerID: the machine does not join
+// on it, its bootstrap token is kept, and deletion neither drains nor
+// deletes it.
+func TestAnotherInstancesNodeIsIgnored(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Node = healthyNode()
+	in.Node.Name, in.Node.ProviderID = "old-node", "fake:///eu-1/vm-OLD"
+	in.TokenExists = true
+	d := step(t, cfg, in)
+	require.Equal(t, phase.Pending, d.Status.Phase)
+	require.True(t, d.Anomalies.Has(lifecycle.AnomalyForeignNode))
+	require.Empty(t, d.Lines(), "no token deletion, no label on the foreign node")
+	require.Empty(t, d.Status.Conditions, "its conditions are not mirrored")
+
+	in.Object.DeletionTime = in.Now
+	in.Status.Phase, in.Status.Stage = phase.Terminating, lifecycle.StageDrain
+	in.Status.NodeName = nodeName
+	d = step(t, cfg, in)
+	for _, l := range d.Lines() {
+		require.NotContains(t, l, "old-node")
+	}
+}
+
+// MCM's isHealthy counts a node without a Ready condition as healthy when
+// the watched conditions are False; the lifecycle asks for a Ready
+// condition that is True.
+func TestDeviationNoReadyConditionIsNotHealthy(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Node = healthyNode()
+	in.Node.Conditions = []lifecycle.Condition{{Type: "DiskPressure", Status: lifecycle.ConditionFalse}}
+	d := lifecycle.Step(lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Pending, d.Status.Phase)
+}
+
+func TestJoinedRendersMCMText(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Node = healthyNode()
+	in.Node.Taints = lifecycle.InstanceNotReady
+	in.TokenExists = true
+	in.Now = t0.Add(7*time.Minute + 30*time.Second)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, lifecycle.RuleHealthJoined, d.Rule)
+	require.Equal(t, "Machine machine-1 successfully joined the cluster in 7m30s", lifecycle.Describe(&d.Status, machineName))
+	require.Equal(t, []string{
+		"event Normal MachineRunning (health.joined)",
+		"remove-taint node-vm-1 " + lifecycle.TaintInstanceNotReady,
+		"delete-bootstrap-token machine-1",
+	}, d.Lines())
+}
+
+func TestCriticalComponentsTaintHoldsPending(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Node = healthyNode()
+	in.Node.Taints = lifecycle.CriticalComponentsNotReady
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Pending, d.Status.Phase)
+	require.Equal(t, lifecycle.RuleHealthConditions, d.Rule)
+	require.True(t, d.Changed, "conditions mirrored")
+	require.Equal(t, lifecycle.WaitNodeJoin, d.Wait.For)
+	require.Equal(t, time.Minute, d.Requeue)
+}
+
+// bigNode is the machine's node reporting n conditions of types nobody
+// watches, in status Unknown (each one is looked up among the watched
+// types), with a Ready condition first.
+func bigNode(n int) lifecycle.Node {
+	node := healthyNode()
+	node.Conditions = make([]lifecycle.Condition, n)
+	node.Conditions[0] = lifecycle.Condition{Type: lifecycle.ConditionReady, Status: lifecycle.ConditionTrue}
+	for i := 1; i < n; i++ {
+		node.Conditions[i] = lifecycle.Condition{Type: "Vendor" + strconv.Itoa(i), Status: lifecycle.ConditionUnknown}
+	}
+	return node
+}
+
+// The check of a node's conditions is linear in their number (the watched
+// types are at most MaxNodeConditions) and allocates nothing, even for a
+// node reporting a hundred thousand conditions; the node's conditions
+// are mirrored by sharing the slice.
+func TestConditionCheckAllocatesNothing(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	k := checked(t, cfg)
+	in := runningInput()
+	in.Node = bigNode(100_000)
+	in.Object.Overrides.NodeConditions = make([]string, lifecycle.MaxNodeConditions)
+	for i := range in.Object.Overrides.NodeConditions {
+		in.Object.Overrides.NodeConditions[i] = "Watched" + strconv.Itoa(i)
+	}
+	var d lifecycle.Decision
+	lifecycle.StepInto(&d, k, &in)
+	require.Equal(t, lifecycle.RuleHealthConditions, d.Rule, d.Rule)
+	in.Status = d.Status
+	require.Zero(t, testing.AllocsPerRun(20, func() { lifecycle.StepInto(&d, k, &in) }))
+}
+
+// BenchmarkConditions measures a step of a Running machine whose node
+// reports n conditions against the largest list of watched types: the
+// cost per condition stays flat as n grows.
+func BenchmarkConditions(b *testing.B) {
+	cfg := lifecycle.DefaultConfig()
+	k := checked(b, cfg)
+	for _, n := range []int{100, 10_000, 100_000} {
+		b.Run("conditions="+strconv.Itoa(n), func(b *testing.B) {
+			in := runningInput()
+			in.Node = bigNode(n)
+			in.Object.Overrides.NodeConditions = make([]string, lifecycle.MaxNodeConditions)
+			for i := range in.Object.Overrides.NodeConditions {
+				in.Object.Overrides.NodeConditions[i] = "Watched" + strconv.Itoa(i)
+			}
+			in.Status.Conditions = in.Node.Conditions
+			var d lifecycle.Decision
+			b.ReportAllocs()
+			for b.Loop() {
+				lifecycle.StepInto(&d, k, &in)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/condition")
 		})
 	}
 }

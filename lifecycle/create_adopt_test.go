@@ -10,6 +10,7 @@ import (
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // Machines found in the middle of their creation with an instance already
@@ -260,4 +261,21 @@ func TestAvailableWithoutInstanceLooksItUp(t *testing.T) {
 	ds, _ = pass(t, cfg, in, drv)
 	require.Zero(t, drv.calls[driverapi.MethodCreate], "never created again: rules %v", rulesOfPass(ds))
 	require.Equal(t, phase.Available.Label(), ds[len(ds)-1].Status.Phase.Label())
+}
+
+// A machine past creation without a recorded instance asks the provider at
+// most every Long period; in between, health decides.
+func TestLookupOfAMissingInstanceIsThrottled(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := runningInput()
+	in.Status.ProviderID, in.Object.ProviderID, in.Node.ProviderID = "", "", ""
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateLookup, d.Rule)
+	d = step(t, cfg, then(in, d, notFound))
+	require.Equal(t, lifecycle.RuleCreateInstanceMissing, d.Rule)
+	in.Status, in.Outcome = d.Status, nil
+	in.Now = in.Now.Add(time.Minute)
+	require.NotEqual(t, driverapi.MethodGetStatus, step(t, cfg, in).Call.Method)
+	in.Now = in.Now.Add(retry.Long)
+	require.Equal(t, lifecycle.RuleCreateLookup, step(t, cfg, in).Rule)
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
+// Tests of the wait rule (wait.go): deadlines fire on time, and a machine
+// waiting for the limiter's grant backs off.
+
 // passUntil plays passes of in, each at the previous pass's requeue, the
 // world unchanged but for the drivers' answers (answer) and writes (which
 // fail when failWrites), until done reports true of a decision or the

@@ -13,44 +13,10 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// rowCase starts from an input, feeds the results in turn as outcomes of
-// the previous decisions, and asserts the last decision.
-type rowCase struct {
-	name    string
-	cfg     func(*lifecycle.Config)
-	in      func() lifecycle.Input
-	results []driverapi.Result
-	// created is the node the shell finds when a CreateMachine result
-	// names it (Outcome.CreatedNode); zero for none.
-	created lifecycle.Node
-	want    want
-	check   func(t *testing.T, in lifecycle.Input, d lifecycle.Decision)
-}
-
-func runRows(t *testing.T, cases []rowCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := lifecycle.DefaultConfig()
-			if tc.cfg != nil {
-				tc.cfg(&cfg)
-			}
-			in := tc.in()
-			ds := runCreated(t, cfg, in, tc.created, tc.results...)
-			d := ds[len(ds)-1]
-			assertDecision(t, tc.want, d)
-			if tc.check != nil {
-				tc.check(t, lastInputCreated(in, tc.created, ds, tc.results...), d)
-			}
-		})
-	}
-}
-
-// Results of the lookup that starts every creation pass.
-var (
-	notFound      = fail(driverapi.NotFound, "no instance for machine-1")
-	unimplemented = fail(driverapi.Unimplemented, "GetMachineStatus is not implemented")
-)
+// Tests of the creation flow (create.go). This file: MCM's creation and
+// initialization rows (A1-A10, B1-B9 in doc/mcm-rows.md) and what a creation
+// records. Its deviations from MCM: create_deviations_test.go; machines found
+// in the middle of their creation: create_adopt_test.go.
 
 const (
 	cloudMsg = "Cloud provider message - machine codes error: code = "
@@ -371,4 +337,43 @@ func writeFailed(cfg lifecycle.Config, in lifecycle.Input, w lifecycle.Write, re
 func withAddr(r driverapi.Result) driverapi.Result {
 	r.Addresses = []driverapi.Address{{Type: "InternalIP", Address: "10.0.0.7"}}
 	return r
+}
+
+// Without a target cluster the addresses of CreateMachine and
+// InitializeMachine are merged as MCM does: deduplicated, with the node
+// name as Hostname, sorted by type and address.
+func TestAddressesMergedWithoutTargetCluster(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.NoTargetCluster = true
+	in := newInput()
+	created := ok(providerID, nodeName)
+	created.Addresses = []driverapi.Address{{Type: "InternalIP", Address: "10.0.0.7"}}
+	initialized := driverapi.Result{Addresses: []driverapi.Address{{Type: "ExternalIP", Address: "1.2.3.4"},
+		{Type: "InternalIP", Address: "10.0.0.7"}}}
+	ds := run(t, cfg, in, notFound, created, initialized)
+	require.Equal(t, []driverapi.Address{{Type: "ExternalIP", Address: "1.2.3.4"},
+		{Type: "Hostname", Address: nodeName}, {Type: "InternalIP", Address: "10.0.0.7"}}, ds[3].Status.Addresses)
+	require.Equal(t, phase.Available, ds[3].Status.Phase)
+}
+
+// New instances are created at the desired generation, with the desired
+// metadata, and record that generation as applied.
+func TestCreatedAtTheDesiredGeneration(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	in.Object.UpdateGeneration = 5
+	in.Object.Metadata = map[string]string{"team": "a"}
+	ds := run(t, cfg, in, notFound)
+	require.Equal(t, "call CreateMachine machine-1 uid=uid-1 key=uid-1/0 generation=5 set team=a", ds[1].Lines()[1])
+	require.Equal(t, int64(5), ds[1].Status.AppliedGeneration)
+	// A retry on the same key asks the generation of the intent, even when
+	// the spec moved meanwhile (an idempotent provider answers with the
+	// first instance; the hot update follows once it runs).
+	retryIn := in
+	retryIn.Status = ds[1].Status
+	retryIn.Object.UpdateGeneration = 6
+	ds2 := run(t, cfg, retryIn, notFound)
+	require.Equal(t, driverapi.MethodCreate, ds2[1].Call.Method)
+	require.Equal(t, int64(5), ds2[1].Call.Generation)
+	require.Equal(t, int64(5), ds2[1].Status.AppliedGeneration)
 }
