@@ -125,7 +125,7 @@ func flowRule(r lifecycle.Rule) bool {
 
 // unreachableFlowRules lists the rules of the flows that the explorations
 // cannot reach by design, each with the reason and the row test
-// (lifecycle/rows_*_test.go) that covers it instead, as "reason; covered
+// (the flow test files of lifecycle/) that covers it instead, as "reason; covered
 // by TestName". It is empty: the explorations reach every rule of the
 // flows. A rule is added here only when reaching it needs a world the
 // explorations cannot reasonably hold; TestModelCheck fails when a listed
