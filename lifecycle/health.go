@@ -19,7 +19,6 @@ import (
 // health runs a pass of the health flow.
 func (x *decider) health() {
 	x.ensure = true
-	st := x.st
 	if x.in.NodeReadFailed {
 		// H0: nothing is concluded from a node that could not be read.
 		x.rule(RuleHealthNodeUnreadable)
@@ -27,75 +26,25 @@ func (x *decider) health() {
 		return
 	}
 	n := x.node()
-	found := n != nil
-	if found && st.NodeName == "" && n.ProviderID == st.ProviderID && st.ProviderID != "" {
-		// The status names the instance but not its node (a machine MCM
-		// left without its node label): the node carrying the instance's
-		// providerID is its node; recorded, its label is written (B2).
-		st.NodeName = n.Name
-		x.changed = true
-	}
-	if found && !sameConditions(st.Conditions, n.Conditions) {
-		// H2: mirror the node's conditions (the status shares the input's
-		// read-only slice).
-		st.Conditions = n.Conditions
-		x.changed = true
-		x.rule(RuleHealthConditions)
-	}
-	healthy := found && conditionsHealthy(n.Conditions, x.cfg.nodeConditions(&x.in.Object))
-	switch {
-	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
-		st.Phase != phase.InPlaceUpdateFailed &&
-		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)) &&
-		st.ProviderID != "" && !st.Stage.creating():
-		// H3: the node is healthy; never Running without a recorded
-		// instance that was initialized (the startup taint stays on its
-		// node until then). The first join completes the creation
-		// (LastOperation Create Successful with the join time); any later
-		// one is a re-join. (Written out here, not in a function of its own:
-		// the call and its spills would cost a thirtieth of a join.)
-		from := st.Phase
-		if !x.setPhase(phase.Running) {
-			break
-		}
-		x.becameRunning = from != phase.Running
-		// A replacement grant or a failed confirmation ends with the
-		// recovery.
-		set(x, &st.Flags, st.Flags&^FlagGranted)
-		set(x, &st.Failures.Health, 0)
-		set(x, &st.RetryAfter, 0)
-		if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
-			x.rule(RuleHealthJoined)
-			// The state differs, so the operation does: set without
-			// comparing.
-			st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
-				Elapsed: x.elapsed(x.created)}
+	if st := x.st; n != nil {
+		if st.NodeName == "" && n.ProviderID == st.ProviderID && st.ProviderID != "" {
+			// The status names the instance but not its node (a machine
+			// MCM left without its node label): the node carrying the
+			// instance's providerID is its node; recorded, its label is
+			// written (B2).
+			st.NodeName = n.Name
 			x.changed = true
-		} else {
-			x.rule(RuleHealthRejoined)
-			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined})
 		}
-		if from != phase.Running {
-			x.event(x.d.Rule, false)
-		}
-	case found && !healthy && st.Phase == phase.Running:
-		// H4: the node is unhealthy.
-		x.rule(RuleHealthUnhealthy)
-		if x.setPhase(phase.Unknown) {
-			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: lastop.DescUnhealthy})
-			x.event(RuleHealthUnhealthy, true)
-		}
-	case !found && st.Phase == phase.Running:
-		// H1: the node went missing. MCM asks for a mirrored condition
-		// first and leaves a Running machine without one Running forever;
-		// no node is no evidence of health either.
-		x.rule(RuleHealthNodeMissing)
-		if x.setPhase(phase.Unknown) {
-			x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: lastop.DescNodeMissing})
-			x.event(RuleHealthNodeMissing, true)
+		if !sameConditions(st.Conditions, n.Conditions) {
+			// H2: mirror the node's conditions (the status shares the
+			// input's read-only slice).
+			st.Conditions = n.Conditions
+			x.changed = true
+			x.rule(RuleHealthConditions)
 		}
 	}
-	switch st.Phase {
+	x.judgeHealth(n)
+	switch x.st.Phase {
 	case phase.Running:
 		x.running(n)
 		x.sync()
@@ -114,6 +63,71 @@ func (x *decider) health() {
 		// look again later.
 		x.rule(RuleIdle)
 		x.requeue(x.cfg.WaitCheck)
+	}
+}
+
+// judgeHealth moves the machine by the health of its node n (nil when it
+// has none): to Running when healthy (H3), to Unknown when a Running
+// machine's node is unhealthy (H4) or missing (H1).
+func (x *decider) judgeHealth(n *Node) {
+	st := x.st
+	healthy := n != nil && conditionsHealthy(n.Conditions, x.cfg.nodeConditions(&x.in.Object))
+	switch {
+	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
+		st.Phase != phase.InPlaceUpdateFailed &&
+		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)) &&
+		st.ProviderID != "" && !st.Stage.creating():
+		// H3: the node is healthy; never Running without a recorded
+		// instance that was initialized (the startup taint stays on its
+		// node until then).
+		x.becomeRunning()
+	case n != nil && !healthy && st.Phase == phase.Running:
+		// H4: the node is unhealthy.
+		x.becomeUnknown(RuleHealthUnhealthy, lastop.DescUnhealthy)
+	case n == nil && st.Phase == phase.Running:
+		// H1: the node went missing. MCM asks for a mirrored condition
+		// first and leaves a Running machine without one Running forever;
+		// no node is no evidence of health either.
+		x.becomeUnknown(RuleHealthNodeMissing, lastop.DescNodeMissing)
+	}
+}
+
+// becomeRunning makes the machine Running on its healthy node. The first
+// join completes the creation (LastOperation Create Successful with the
+// join time); any later one is a re-join. A replacement grant or a failed
+// confirmation ends with the recovery.
+func (x *decider) becomeRunning() {
+	st := x.st
+	from := st.Phase
+	if !x.setPhase(phase.Running) {
+		return
+	}
+	x.becameRunning = from != phase.Running
+	set(x, &st.Flags, st.Flags&^FlagGranted)
+	set(x, &st.Failures.Health, 0)
+	set(x, &st.RetryAfter, 0)
+	if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
+		x.rule(RuleHealthJoined)
+		// The state differs, so the operation does: set without comparing.
+		st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
+			Elapsed: x.elapsed(x.created)}
+		x.changed = true
+	} else {
+		x.rule(RuleHealthRejoined)
+		x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined})
+	}
+	if from != phase.Running {
+		x.event(x.d.Rule, false)
+	}
+}
+
+// becomeUnknown makes a Running machine Unknown by rule r, with the
+// LastOperation description desc and a warning event.
+func (x *decider) becomeUnknown(r Rule, desc lastop.Desc) {
+	x.rule(r)
+	if x.setPhase(phase.Unknown) {
+		x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: desc})
+		x.event(r, true)
 	}
 }
 
