@@ -100,7 +100,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	}
 	x.phaseBefore = d.Status.Phase
 
-	// Validate the input, consume the outcome, and dispatch.
+	// Validate the input, consume the outcome, dispatch, and seal.
 	o, st := &in.Object, &d.Status
 	switch {
 	case o.Name == "" && o.UID == "":
@@ -123,16 +123,20 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		x.requeue(retry.Long)
 	default:
 		x.flowed = true
-		if now := x.now; st.PhaseSince > now || st.StageSince > now || st.MetadataObserved > now || st.MetadataSince > now || st.RetryAfter > now || st.CreationFrom > now {
-			x.clampStamps()
-		}
+		x.clampStamps()
 		if in.Outcome == nil || !x.outcome() {
 			x.dispatch()
 		}
 	}
 
-	// Seal the decision: the object ensure-effects first, the sequence
-	// number, the op ID, and a positive requeue.
+	x.seal()
+}
+
+// seal finishes the decision: the object ensure-effects first, the
+// sequence number, the op ID, a positive requeue, and what the machine
+// waits for.
+func (x *decider) seal() {
+	d, st := x.d, x.st
 	if x.ensure && !x.deleting() && !x.objectInLine() {
 		x.ensureObject()
 	}
@@ -147,15 +151,16 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 		}
 		d.OpID = newOpID(d.Status.Seq, r, n)
 	}
-	if !x.gone {
-		if d.Requeue <= 0 {
-			// Every pass ends with a positive requeue; a path that forgot
-			// one gets the short period rather than being forgotten.
-			d.Requeue, d.Period = retry.Short, retry.Short
-		}
-		if x.flowed && !waitsForNothing(st.Phase, x.deleted != 0, st.RetryAfter, x.now, in.Observer.Degraded, in.Problem) {
-			x.decideWait()
-		}
+	if x.gone {
+		return
+	}
+	if d.Requeue <= 0 {
+		// Every pass ends with a positive requeue; a path that forgot one
+		// gets the short period rather than being forgotten.
+		d.Requeue, d.Period = retry.Short, retry.Short
+	}
+	if x.flowed && !waitsForNothing(st.Phase, x.deleted != 0, st.RetryAfter, x.now, x.in.Observer.Degraded, x.in.Problem) {
+		x.decideWait()
 	}
 }
 
@@ -315,9 +320,12 @@ func (x *decider) outOfRange() bool {
 // time lies ahead by design, so only one further ahead than any backoff
 // sets is clamped, and so does CreationFrom while the machine waits for its
 // predecessor, so only one beyond that wait's bound is.
-// The step calls it only when a stamp lies after Now.
 func (x *decider) clampStamps() {
 	st, now := x.st, x.now
+	if st.PhaseSince <= now && st.StageSince <= now && st.MetadataObserved <= now && st.MetadataSince <= now &&
+		st.RetryAfter <= now && st.CreationFrom <= now {
+		return // the common case: every stamp at or before Now
+	}
 	clamp := func(s *Stamp) {
 		if *s > now {
 			*s = now
