@@ -134,40 +134,16 @@ func jitterHash(key string, attempt uint32) uint64 {
 	)
 	n := len(key)
 	h := uint64(n) * golden
-	if n == 36 {
-		// A Kubernetes UID, the key of every resync: the same five words
-		// as below (four whole ones and the last 8 bytes), without the
-		// loop.
-		h = (h ^ word(key[0:8])) * mix
-		h ^= h >> 32
-		h = (h ^ word(key[8:16])) * mix
-		h ^= h >> 32
-		h = (h ^ word(key[16:24])) * mix
-		h ^= h >> 32
-		h = (h ^ word(key[24:32])) * mix
-		h ^= h >> 32
-		h = (h ^ word(key[28:36])) * mix
-		h ^= h >> 32
-	} else if n >= 8 {
-		last := key[n-8:]
-		// Consuming the key keeps the loop free of index arithmetic and
-		// bounds checks; two words a round halve the loop's overhead.
-		for len(key) >= 16 {
-			h = (h ^ word(key)) * mix
-			h ^= h >> 32
-			h = (h ^ word(key[8:])) * mix
-			h ^= h >> 32
-			key = key[16:]
-		}
-		if len(key) >= 8 {
-			h = (h ^ word(key)) * mix
-			h ^= h >> 32
-			key = key[8:]
-		}
-		if len(key) > 0 {
-			h = (h ^ word(last)) * mix
+	if n >= 8 {
+		// Every word but the last, then the last 8 bytes: when n is a
+		// multiple of 8 they are the last whole word, otherwise they overlap
+		// the word before, as Jitter's doc says.
+		for i := 0; i < n-8; i += 8 {
+			h = (h ^ word(key[i:])) * mix
 			h ^= h >> 32
 		}
+		h = (h ^ word(key[n-8:])) * mix
+		h ^= h >> 32
 	} else if n > 0 {
 		var w uint64
 		for j := n - 1; j >= 0; j-- {

@@ -468,7 +468,7 @@ func randomKey(r *rand.Rand) string {
 		return ""
 	case 1:
 		return fmt.Sprintf("machine-uid-%d", r.IntN(1_000_000))
-	case 2: // a Kubernetes UID: 36 bytes, jitterHash's unrolled case
+	case 2: // a Kubernetes UID: 36 bytes, the key of every resync
 		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<16), r.IntN(1<<16), r.Int64N(1<<48))
 	default:
 		b := make([]byte, r.IntN(48))
