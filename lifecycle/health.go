@@ -71,7 +71,7 @@ func (x *decider) health() {
 // machine's node is unhealthy (H4) or missing (H1).
 func (x *decider) judgeHealth(n *Node) {
 	st := x.st
-	healthy := n != nil && conditionsHealthy(n.Conditions, x.cfg.nodeConditions(&x.in.Object))
+	healthy := n != nil && x.healthy(n.Conditions)
 	switch {
 	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
 		st.Phase != phase.InPlaceUpdateFailed &&
@@ -132,16 +132,12 @@ func (x *decider) becomeUnknown(r Rule, desc lastop.Desc) {
 }
 
 // healthy is MCM's isHealthy, asking for evidence: a node whose Ready
-// condition is True, and none of the configured types with a status other
-// than False. Without conditions, or without a Ready condition (which MCM
-// lets pass), a node is not healthy.
+// condition is True, and none of the configured types (the machine's or
+// the Config's NodeConditions) with a status other than False. Without
+// conditions, or without a Ready condition (which MCM lets pass), a node is
+// not healthy.
 func (x *decider) healthy(conds []Condition) bool {
-	return conditionsHealthy(conds, x.cfg.nodeConditions(&x.in.Object))
-}
-
-// conditionsHealthy is healthy with the watched condition types given;
-// health calls it directly, which inlines the loop there.
-func conditionsHealthy(conds []Condition, watched []string) bool {
+	watched := x.cfg.nodeConditions(&x.in.Object)
 	ready := false
 	for i := range conds {
 		c := &conds[i]
