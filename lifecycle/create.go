@@ -40,7 +40,6 @@ func (x *decider) create() {
 			// A CreateMachine may have run before a crash: look the
 			// instance up once more, so it is recorded before the machine
 			// fails, and deletion finds it.
-			x.ensure = true
 			x.act(RuleCreateTimeoutLookup)
 			x.call(driverapi.Call{Method: driverapi.MethodGetStatus, Machine: x.ref(), Attempt: st.Attempt})
 			x.requeue(retry.Short)
@@ -49,7 +48,6 @@ func (x *decider) create() {
 		x.createTimeout()
 		return
 	}
-	x.ensure = true
 	if x.holdRetry(RuleCreateBackoff) {
 		return
 	}
@@ -85,7 +83,6 @@ func (x *decider) awaitPredecessor() bool {
 		return false
 	}
 	if x.holdForPredecessor() {
-		x.ensure = true
 		return true
 	}
 	if st.CreationFrom > x.now {
@@ -148,7 +145,6 @@ func (x *decider) onTimeoutLookup(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	x.ensure = true
 	x.pin(RuleCreateTimeout)
 	x.createTimeout()
 }
@@ -156,11 +152,7 @@ func (x *decider) onTimeoutLookup(r *driverapi.Result) {
 // fail moves the machine to Failed with op, where it waits for its owner
 // to replace it.
 func (x *decider) fail(op lastop.Operation) {
-	if x.setPhase(phase.Failed) {
-		x.setOp(op)
-		x.event(x.d.Rule, true)
-		x.dropToken()
-	}
+	x.become(phase.Failed, x.d.Rule, &op)
 	x.resync()
 }
 
@@ -187,7 +179,6 @@ func (x *decider) onLookup(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	x.ensure = true
 	switch {
 	case class == retry.ClassUndecodable:
 		// A1: nothing is written; the lookup is asked again later.
@@ -323,7 +314,6 @@ func (x *decider) onForeignDelete(r *driverapi.Result) {
 			x.delete()
 			return
 		}
-		x.ensure = true
 		x.pin(RuleCreateForeignDeleted)
 		x.lookup()
 		return
@@ -470,10 +460,7 @@ func (x *decider) staleNode(r *driverapi.Result) {
 		set(x, &st.LastKnownState, r.LastKnownState)
 	}
 	x.setStage(StageNone)
-	if x.setPhase(phase.Failed) {
-		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
-		x.event(RuleCreateStaleNode, true)
-	}
+	x.become(phase.Failed, RuleCreateStaleNode, &lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
 	x.deleteStale()
 }
 
@@ -527,7 +514,6 @@ func (x *decider) onStaleDelete(r *driverapi.Result) {
 func (x *decider) initialize(r Rule) {
 	x.act(r)
 	x.setStage(StageInitializing)
-	x.ensure = true
 	x.call(driverapi.Call{Method: driverapi.MethodInitialize, Machine: x.ref(), Attempt: x.st.Attempt})
 	x.requeue(retry.Short)
 }
@@ -548,13 +534,11 @@ func (x *decider) onInitialize(r *driverapi.Result) {
 		x.settle(RuleCreateInitUnimplemented)
 	case class == retry.ClassUndecodable:
 		// B4: no status write; initialization is asked again later.
-		x.ensure = true
 		x.rule(RuleCreateInitUndecodable)
 		x.requeue(retry.Long)
 	default:
 		// B5: CrashLoopBackOff (Failed past the creation timeout); the stage
 		// stays Initializing, so the next pass initializes again.
-		x.ensure = true
 		x.rule(RuleCreateInitFailed)
 		x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
 			Desc: lastop.DescInitFailed, ErrorCode: code.String(), Detail: r.ErrorText()}, retry.Short)
@@ -568,7 +552,6 @@ func (x *decider) settle(r Rule) {
 	x.rule(r)
 	x.setStage(StageNone)
 	x.createSucceeded()
-	x.ensure = true
 	switch x.st.Phase {
 	case phase.None, phase.CrashLoopBackOff:
 	default:
@@ -580,15 +563,11 @@ func (x *decider) settle(r Rule) {
 		if r == RuleCreatePending {
 			x.rule(RuleCreateAvailable)
 		}
-		x.setPhase(phase.Available)
-		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescCreated})
-		x.event(RuleCreateAvailable, false)
+		x.become(phase.Available, RuleCreateAvailable, &lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescCreated})
 		x.resync()
 		return
 	}
-	x.setPhase(phase.Pending)
-	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating})
-	x.event(RuleCreatePending, false)
+	x.become(phase.Pending, RuleCreatePending, &lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating})
 	// MCM returns Short here; the next pass looks for the node.
 	x.requeue(retry.Short)
 }
@@ -637,13 +616,11 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 		x.fail(op)
 		return
 	}
-	if st.Phase != phase.CrashLoopBackOff {
-		if !x.setPhase(phase.CrashLoopBackOff) {
-			return
-		}
-		x.event(x.d.Rule, true)
+	if st.Phase == phase.CrashLoopBackOff {
+		x.setOp(op)
+	} else if !x.become(phase.CrashLoopBackOff, x.d.Rule, &op) {
+		return
 	}
-	x.setOp(op)
 	x.backoff(period, st.Failures.Create)
 	x.retryLater()
 }

@@ -114,8 +114,33 @@ func (x *decider) ref() driverapi.MachineRef {
 	return driverapi.MachineRef{Name: o.Name, UID: o.UID, ProviderID: pid, NodeName: st.NodeName}
 }
 
+// become moves the machine to phase p, recording op as its LastOperation
+// and reporting the change as an event with rule r's reason: a warning for
+// a phase that needs attention (CrashLoopBackOff, Unknown, Failed). What a
+// phase entails besides is written here once: a Failed or Terminating
+// machine's bootstrap token is deleted. It reports false, changing
+// nothing, when the phase table refuses the change (setPhase); staying in
+// the phase records op and reports it again.
+func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
+	from := x.st.Phase
+	if !x.setPhase(p) {
+		return false
+	}
+	if from != p {
+		x.st.LastOp = *op // the phase change is a change already
+	} else {
+		x.setOp(*op)
+	}
+	x.event(r, p == phase.CrashLoopBackOff || p == phase.Unknown || p == phase.Failed)
+	if p == phase.Failed || p == phase.Terminating {
+		x.dropToken()
+	}
+	return true
+}
+
 // setPhase moves the machine to phase p if the phase table declares the
-// change; an undeclared change is refused and reported.
+// change; an undeclared change is refused and reported. Only become calls
+// it.
 func (x *decider) setPhase(p phase.Phase) bool {
 	st := x.st
 	if st.Phase == p {

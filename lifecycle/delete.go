@@ -76,10 +76,7 @@ func (x *decider) beginDeletion() {
 	set(x, &st.Flags, flags)
 	set(x, &st.Failures.Delete, 0)
 	x.setStage(StageGetVMStatus)
-	x.setPhase(phase.Terminating)
-	x.setOp(lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
-	x.event(RuleDeleteBegins, false)
-	x.dropToken()
+	x.become(phase.Terminating, RuleDeleteBegins, &lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
 	x.requeue(retry.Short)
 }
 

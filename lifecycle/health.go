@@ -18,7 +18,6 @@ import (
 
 // health runs a pass of the health flow.
 func (x *decider) health() {
-	x.ensure = true
 	if x.in.NodeReadFailed {
 		// H0: nothing is concluded from a node that could not be read.
 		x.rule(RuleHealthNodeUnreadable)
@@ -99,36 +98,26 @@ func (x *decider) judgeHealth(n *Node) {
 func (x *decider) becomeRunning() {
 	st := x.st
 	from := st.Phase
-	if !x.setPhase(phase.Running) {
+	r, op := RuleHealthRejoined, lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined}
+	if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
+		r, op = RuleHealthJoined, lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
+			Elapsed: x.elapsed(x.created)}
+	}
+	x.rule(r)
+	if !x.become(phase.Running, r, &op) {
 		return
 	}
 	x.becameRunning = from != phase.Running
 	set(x, &st.Flags, st.Flags&^FlagGranted)
 	set(x, &st.Failures.Health, 0)
 	set(x, &st.RetryAfter, 0)
-	if st.LastOp.Type == lastop.TypeCreate && st.LastOp.State != lastop.StateSuccessful {
-		x.rule(RuleHealthJoined)
-		// The state differs, so the operation does: set without comparing.
-		st.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateSuccessful, Desc: lastop.DescJoined,
-			Elapsed: x.elapsed(x.created)}
-		x.changed = true
-	} else {
-		x.rule(RuleHealthRejoined)
-		x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined})
-	}
-	if from != phase.Running {
-		x.event(x.d.Rule, false)
-	}
 }
 
 // becomeUnknown makes a Running machine Unknown by rule r, with the
 // LastOperation description desc and a warning event.
 func (x *decider) becomeUnknown(r Rule, desc lastop.Desc) {
 	x.rule(r)
-	if x.setPhase(phase.Unknown) {
-		x.setOp(lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: desc})
-		x.event(r, true)
-	}
+	x.become(phase.Unknown, r, &lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: desc})
 }
 
 // healthy is MCM's isHealthy, asking for evidence: a node whose Ready
@@ -316,7 +305,6 @@ func (x *decider) onConfirm(r *driverapi.Result) {
 		x.health()
 		return
 	}
-	x.ensure = true
 	code, class := x.classify(r)
 	switch {
 	case code == driverapi.OK, code == driverapi.NotFound, code == driverapi.Uninitialized, code == driverapi.Unimplemented:

@@ -70,7 +70,6 @@ func (x *decider) onUpdate(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	x.ensure = true
 	st, o := x.st, &x.in.Object
 	code, class := x.classify(r)
 	switch {

@@ -165,7 +165,6 @@ func (x *decider) onPatch(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	x.ensure = true
 	if r.OK() {
 		x.pin(RuleMetadataPatched)
 	} else {
@@ -187,7 +186,6 @@ func (x *decider) onObserve(r *driverapi.Result) {
 		x.delete()
 		return
 	}
-	x.ensure = true
 	st := x.st
 	code, _ := x.classify(r)
 	if code != driverapi.OK && code != driverapi.Uninitialized {

@@ -137,7 +137,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 // waits for.
 func (x *decider) seal() {
 	d, st := x.d, x.st
-	if x.ensure && !x.deleting() && !x.objectInLine() {
+	if x.ensures() && !x.objectInLine() {
 		x.ensureObject()
 	}
 	if x.changed {
@@ -177,7 +177,6 @@ type decider struct {
 	d       *Decision
 	now     Stamp
 	changed bool
-	ensure  bool // emit the object ensure-effects first (see ensureObject)
 	gone    bool
 	// pinned: d.Rule names the row an outcome decided; rules set after it
 	// name only the action the decision goes on with (opRule).
@@ -355,7 +354,6 @@ func (x *decider) dispatch() {
 		x.delete()
 		return
 	}
-	x.ensure = true
 	if x.in.Observer.Degraded {
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
@@ -484,6 +482,21 @@ func (x *decider) deleting() bool { return x.deleted != 0 }
 // priority annotation there only.
 func (x *decider) creationFlow() bool {
 	return x.phaseBefore == phase.None || x.phaseBefore == phase.CrashLoopBackOff
+}
+
+// ensures reports whether the decision carries the object ensure-effects
+// (ensureObject): every decision of a flow for a machine not being deleted,
+// but one that reports that the previous decision's status or writes
+// failed, which the next decision, made from the saved status, ensures.
+func (x *decider) ensures() bool {
+	if !x.flowed || x.deleting() {
+		return false
+	}
+	switch x.d.Rule {
+	case RulePersistConflict, RulePersistFailed, RuleWriteConflict, RuleWriteFailed:
+		return false
+	}
+	return true
 }
 
 // objectInLine reports whether the object needs none of the ensure-effects
