@@ -55,7 +55,12 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	case phase.None, phase.CrashLoopBackOff:
 		if f.in.PredecessorTerminating && f.st.Stage == StageNone && f.st.ProviderID == "" && f.o.ProviderID == "" && f.created != 0 {
 			if bound := f.predecessorBound(cfg); now < bound {
-				return Wait{For: WaitPredecessor, Since: f.created, Until: bound}
+				// Once the wait began, the creation timeout counts from
+				// its bound (CreationFrom); a decision that did not begin
+				// it (one deciding on an outcome) still has the creation
+				// deadline counted from the creation time, which may come
+				// first.
+				return Wait{For: WaitPredecessor, Since: f.created, Until: sooner(bound, f.creationDeadline(cfg))}
 			}
 		}
 		if retry {

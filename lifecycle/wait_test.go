@@ -106,3 +106,26 @@ func TestGrantWaitersBackOff(t *testing.T) {
 	}
 	require.Equal(t, retry.Medium, requeues[len(requeues)-1], "at most Medium")
 }
+
+// A machine whose older incarnation is still terminating, stepped on an
+// outcome (the deletion of an instance made on a stale node object) rather
+// than by the creation flow, has not begun its wait for the predecessor:
+// its creation timeout still counts from its creation time, and the wait's
+// deadline and the requeue are that timeout when it comes first.
+func TestPredecessorWaitNeverOutlastsTheCreationTimeout(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.CreationTimeout, cfg.DrainTimeout = time.Minute, 2*time.Minute
+	in := newInput()
+	in.Now = t0
+	in.PredecessorTerminating = true
+	in.Status.Flags = lifecycle.FlagStaleInstance
+	in.Status.ProviderID = providerID
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateStaleNode, d.Rule)
+	require.Equal(t, driverapi.MethodDelete, d.Call.Method)
+	d = step(t, cfg, then(in, d, driverapi.Result{}))
+	require.Equal(t, lifecycle.RuleCreateStaleDeleted, d.Rule, d.String())
+	require.Equal(t, lifecycle.WaitPredecessor, d.Wait.For, d.String())
+	require.Equal(t, lifecycle.StampOf(t0.Add(time.Minute)), d.Wait.Until, d.String())
+	require.LessOrEqual(t, d.Requeue, time.Minute, d.String())
+}
