@@ -34,7 +34,7 @@ func (x *decider) create() {
 	if x.awaitPredecessor() {
 		return
 	}
-	if x.creating() && x.creationExpired() && !x.lateButJoined() {
+	if x.inCreation() && x.creationExpired() && !x.lateButJoined() {
 		st := x.st
 		if st.Stage == StageCreating && st.ProviderID == "" {
 			// A CreateMachine may have run before a crash: look the
@@ -108,10 +108,10 @@ func (x *decider) holdForPredecessor() bool {
 	return true
 }
 
-// creating reports whether the machine is still being created: no phase
+// inCreation reports whether the machine is still being created: no phase
 // or CrashLoopBackOff. Pending has its own deadline (H7), and machines past
 // creation never create again.
-func (x *decider) creating() bool {
+func (x *decider) inCreation() bool {
 	return x.st.Phase == phase.None || x.st.Phase == phase.CrashLoopBackOff
 }
 
@@ -133,12 +133,12 @@ func (x *decider) createTimeout() {
 
 // onTimeoutLookup records what the last lookup before the creation timeout
 // found, then fails the machine.
-func (x *decider) onTimeoutLookup(r *driverapi.Result) {
-	code, _ := x.classify(r)
-	if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(r) && r.ProviderID != "" {
-		set(x, &x.st.ProviderID, r.ProviderID)
-		if r.NodeName != "" {
-			set(x, &x.st.NodeName, r.NodeName)
+func (x *decider) onTimeoutLookup(res *driverapi.Result) {
+	code, _ := x.classify(res)
+	if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(res) && res.ProviderID != "" {
+		set(x, &x.st.ProviderID, res.ProviderID)
+		if res.NodeName != "" {
+			set(x, &x.st.NodeName, res.NodeName)
 		}
 	}
 	if x.deleting() {
@@ -166,15 +166,15 @@ func (x *decider) lookup() {
 
 // onLookup decides on GetMachineStatus's answer (rows A1, A7-A10, and the
 // creation of A2-A6).
-func (x *decider) onLookup(r *driverapi.Result) {
-	code, class := x.classify(r)
+func (x *decider) onLookup(res *driverapi.Result) {
+	code, class := x.classify(res)
 	if x.deleting() {
 		// Deletion arrived meanwhile: an instance found is recorded first,
 		// so deletion deletes it by its providerID.
-		if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(r) &&
-			r.ProviderID != "" && x.st.ProviderID == "" {
-			set(x, &x.st.ProviderID, r.ProviderID)
-			set(x, &x.st.NodeName, r.NodeName)
+		if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(res) &&
+			res.ProviderID != "" && x.st.ProviderID == "" {
+			set(x, &x.st.ProviderID, res.ProviderID)
+			set(x, &x.st.NodeName, res.NodeName)
 		}
 		x.delete()
 		return
@@ -187,10 +187,10 @@ func (x *decider) onLookup(r *driverapi.Result) {
 	case code == driverapi.NotFound || code == driverapi.Unimplemented:
 		x.lookupFoundNone()
 	case code == driverapi.Uninitialized, code == driverapi.OK:
-		x.lookupFound(r, code)
+		x.lookupFound(res, code)
 	default:
 		// A9: any other decodable code.
-		x.createError(RuleCreateLookupFailed, r, code, class, "")
+		x.createError(RuleCreateLookupFailed, res, code, class, "")
 	}
 }
 
@@ -210,7 +210,7 @@ func (x *decider) lookupFoundNone() {
 		x.proceed(RuleCreateRecorded)
 		return
 	}
-	if !x.creating() {
+	if !x.inCreation() {
 		// Past creation and the provider has no instance: never create
 		// again; health decides from the node, and the provider is asked
 		// again after Long.
@@ -224,8 +224,8 @@ func (x *decider) lookupFoundNone() {
 
 // lookupFound decides on a lookup that found the instance, initialized
 // (OK) or not (Uninitialized): recorded, then initialized or adopted.
-func (x *decider) lookupFound(r *driverapi.Result, code driverapi.Code) {
-	if x.foreign(r) {
+func (x *decider) lookupFound(res *driverapi.Result, code driverapi.Code) {
+	if x.foreign(res) {
 		return
 	}
 	rule := RuleCreateAdopted
@@ -237,21 +237,21 @@ func (x *decider) lookupFound(r *driverapi.Result, code driverapi.Code) {
 	// (matchOutcome refuses an answer naming another); a provider that
 	// leaves out the providerID or the node name it knows does not erase
 	// what the status records.
-	pid, node := r.ProviderID, r.NodeName
+	pid, node := res.ProviderID, res.NodeName
 	if pid == "" {
 		pid = x.ref().ProviderID
 	}
 	if node == "" {
 		node = x.st.NodeName
 	}
-	if !x.record(pid, node, r.Addresses, "") {
+	if !x.record(pid, node, res.Addresses, "") {
 		return
 	}
-	set(x, &x.st.OwnerUID, r.OwnerUID)
-	if r.Generation > 0 {
-		set(x, &x.st.AppliedGeneration, r.Generation)
+	set(x, &x.st.OwnerUID, res.OwnerUID)
+	if res.Generation > 0 {
+		set(x, &x.st.AppliedGeneration, res.Generation)
 	}
-	if code == driverapi.Uninitialized && x.creating() {
+	if code == driverapi.Uninitialized && x.inCreation() {
 		// A8: the instance exists but must be initialized (again). A
 		// machine past creation only records it (B9).
 		x.initialize(rule)
@@ -265,7 +265,7 @@ func (x *decider) lookupFound(r *driverapi.Result, code driverapi.Code) {
 // proceed continues after the instance is recorded: initialize it when this
 // flow created it and initialization has not succeeded yet, else settle.
 func (x *decider) proceed(r Rule) {
-	if x.st.Stage.creating() {
+	if x.st.Stage.ofCreation() {
 		x.initialize(r)
 		return
 	}
@@ -277,15 +277,15 @@ func (x *decider) proceed(r Rule) {
 // lookup by a providerID this machine recorded finds its own instance,
 // whatever owner UID the provider reports (a lagging owner metadata key is
 // repaired, never mistaken).
-func (x *decider) foreignResult(r *driverapi.Result) bool {
-	return x.ref().ProviderID == "" && r.OwnerUID != "" && r.OwnerUID != x.in.Object.UID && r.ProviderID != ""
+func (x *decider) foreignResult(res *driverapi.Result) bool {
+	return x.ref().ProviderID == "" && res.OwnerUID != "" && res.OwnerUID != x.in.Object.UID && res.ProviderID != ""
 }
 
 // foreign handles an instance that belongs to another incarnation of the
 // machine: it is never adopted but deleted, and a fresh one is created
 // afterwards. It reports whether it decided.
-func (x *decider) foreign(r *driverapi.Result) bool {
-	if !x.foreignResult(r) {
+func (x *decider) foreign(res *driverapi.Result) bool {
+	if !x.foreignResult(res) {
 		return false
 	}
 	if x.holdForPredecessor() {
@@ -295,17 +295,17 @@ func (x *decider) foreign(r *driverapi.Result) bool {
 	}
 	x.act(RuleCreateForeignInstance)
 	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing,
-		Desc: lastop.DescForeignInstance, Detail: boundDetail(r.ProviderID)})
+		Desc: lastop.DescForeignInstance, Detail: boundDetail(res.ProviderID)})
 	x.call(driverapi.Call{Method: driverapi.MethodDelete,
-		Machine: driverapi.MachineRef{Name: x.in.Object.Name, UID: r.OwnerUID, ProviderID: r.ProviderID, NodeName: r.NodeName}})
+		Machine: driverapi.MachineRef{Name: x.in.Object.Name, UID: res.OwnerUID, ProviderID: res.ProviderID, NodeName: res.NodeName}})
 	x.requeue(retry.Short)
 	return true
 }
 
 // onForeignDelete decides on the deletion of another incarnation's
 // instance: once it is gone, the next creation uses a fresh key.
-func (x *decider) onForeignDelete(r *driverapi.Result) {
-	code, class := x.classify(r)
+func (x *decider) onForeignDelete(res *driverapi.Result) {
+	code, class := x.classify(res)
 	if code == driverapi.OK || code == driverapi.NotFound {
 		x.rule(RuleCreateForeignDeleted)
 		set(x, &x.st.Attempt, x.st.Attempt+1)
@@ -346,25 +346,25 @@ func (x *decider) createInstance() {
 }
 
 // onCreate decides on CreateMachine's answer (A2-A6, B1).
-func (x *decider) onCreate(r *driverapi.Result) {
-	code, class := x.classify(r)
+func (x *decider) onCreate(res *driverapi.Result) {
+	code, class := x.classify(res)
 	if class != retry.ClassNone {
 		switch class {
 		case retry.ClassExhausted:
-			x.createError(RuleCreateResourceExhausted, r, code, class, r.LastKnownState)
+			x.createError(RuleCreateResourceExhausted, res, code, class, res.LastKnownState)
 		case retry.ClassTransient:
-			x.createError(RuleCreateTransient, r, code, class, r.LastKnownState)
+			x.createError(RuleCreateTransient, res, code, class, res.LastKnownState)
 		default:
-			x.createError(RuleCreateFailed, r, code, class, r.LastKnownState)
+			x.createError(RuleCreateFailed, res, code, class, res.LastKnownState)
 		}
 		return
 	}
-	if x.stale(r) {
-		x.staleNode(r)
+	if x.createdOnStaleNode(res) {
+		x.staleNode(res)
 		return
 	}
 	x.rule(RuleCreateCreated)
-	if !x.record(r.ProviderID, r.NodeName, r.Addresses, r.LastKnownState) {
+	if !x.record(res.ProviderID, res.NodeName, res.Addresses, res.LastKnownState) {
 		return
 	}
 	x.createSucceeded()
@@ -433,31 +433,32 @@ func (x *decider) addAddresses(addrs []driverapi.Address) {
 	}
 }
 
-// stale reports whether a created instance's node name is taken by a node
-// of another instance (A5). MCM compares names only and so marks a VM whose
-// node joined before CreateMachine returned as stale; the lifecycle compares
-// providerIDs, and a node without one is not proven stale.
-func (x *decider) stale(r *driverapi.Result) bool {
-	o := x.in.Outcome // r is its Result
+// createdOnStaleNode reports whether a created instance's node name is
+// taken by a node of another instance (A5). MCM compares names only and so
+// marks a VM whose node joined before CreateMachine returned as stale; the
+// lifecycle compares providerIDs, and a node without one is not proven
+// stale.
+func (x *decider) createdOnStaleNode(res *driverapi.Result) bool {
+	o := x.in.Outcome // res is its Result
 	if o == nil {
 		return false
 	}
 	n := &o.CreatedNode
-	return !x.cfg.NoTargetCluster && n.Found() && n.Name == r.NodeName &&
-		n.ProviderID != "" && r.ProviderID != "" && n.ProviderID != r.ProviderID
+	return !x.cfg.NoTargetCluster && n.Found() && n.Name == res.NodeName &&
+		n.ProviderID != "" && res.ProviderID != "" && n.ProviderID != res.ProviderID
 }
 
 // staleNode fails the machine and deletes the instance created on a stale
 // node object (A5). The instance is recorded with FlagStaleInstance so its
 // deletion is retried until the provider confirms it; MCM does not record
 // it and leaks the VM when that one DeleteMachine fails.
-func (x *decider) staleNode(r *driverapi.Result) {
+func (x *decider) staleNode(res *driverapi.Result) {
 	x.rule(RuleCreateStaleNode)
 	st := x.st
-	set(x, &st.ProviderID, r.ProviderID)
+	set(x, &st.ProviderID, res.ProviderID)
 	set(x, &st.Flags, st.Flags|FlagStaleInstance)
-	if r.LastKnownState != "" {
-		set(x, &st.LastKnownState, r.LastKnownState)
+	if res.LastKnownState != "" {
+		set(x, &st.LastKnownState, res.LastKnownState)
 	}
 	x.setStage(StageNone)
 	x.become(phase.Failed, RuleCreateStaleNode, &lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
@@ -484,8 +485,8 @@ func (x *decider) deleteStale() {
 }
 
 // onStaleDelete decides on the deletion of a stale-node instance.
-func (x *decider) onStaleDelete(r *driverapi.Result) {
-	code, class := x.classify(r)
+func (x *decider) onStaleDelete(res *driverapi.Result) {
+	code, class := x.classify(res)
 	st := x.st
 	if code == driverapi.OK || code == driverapi.NotFound {
 		x.rule(RuleCreateStaleDeleted)
@@ -493,8 +494,8 @@ func (x *decider) onStaleDelete(r *driverapi.Result) {
 		set(x, &st.ProviderID, "")
 		set(x, &st.Flags, st.Flags&^FlagStaleInstance)
 		x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleInstanceDeleted})
-		if code == driverapi.OK && r.LastKnownState != "" {
-			set(x, &st.LastKnownState, r.LastKnownState)
+		if code == driverapi.OK && res.LastKnownState != "" {
+			set(x, &st.LastKnownState, res.LastKnownState)
 		}
 		if x.deleting() {
 			x.delete()
@@ -519,15 +520,15 @@ func (x *decider) initialize(r Rule) {
 }
 
 // onInitialize decides on InitializeMachine's answer (B3-B6, B8).
-func (x *decider) onInitialize(r *driverapi.Result) {
+func (x *decider) onInitialize(res *driverapi.Result) {
 	if x.deleting() {
 		x.delete()
 		return
 	}
-	code, class := x.classify(r)
+	code, class := x.classify(res)
 	switch {
 	case code == driverapi.OK:
-		x.addAddresses(r.Addresses)
+		x.addAddresses(res.Addresses)
 		x.settle(RuleCreatePending)
 	case code == driverapi.Unimplemented:
 		// B3: nothing to initialize.
@@ -541,7 +542,7 @@ func (x *decider) onInitialize(r *driverapi.Result) {
 		// stays Initializing, so the next pass initializes again.
 		x.rule(RuleCreateInitFailed)
 		x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
-			Desc: lastop.DescInitFailed, ErrorCode: code.String(), Detail: r.ErrorText()}, retry.Short)
+			Desc: lastop.DescInitFailed, ErrorCode: code.String(), Detail: res.ErrorText()}, retry.Short)
 	}
 }
 
@@ -577,7 +578,7 @@ func (x *decider) settle(r Rule) {
 // provider's message; retried by the code's class. The provider's
 // LastKnownState is kept unless the response brings a new one (MCM clears it
 // on most codes: MCM design problem d.12 in doc/mcm-rows.md).
-func (x *decider) createError(rule Rule, r *driverapi.Result, code driverapi.Code, class retry.Class, lastKnown string) {
+func (x *decider) createError(rule Rule, res *driverapi.Result, code driverapi.Code, class retry.Class, lastKnown string) {
 	x.rule(rule)
 	if lastKnown != "" {
 		set(x, &x.st.LastKnownState, lastKnown)
@@ -589,7 +590,7 @@ func (x *decider) createError(rule Rule, r *driverapi.Result, code driverapi.Cod
 		period = retry.Medium
 	}
 	x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
-		Desc: lastop.DescCloudProviderError, ErrorCode: code.String(), Detail: r.ErrorText()}, period)
+		Desc: lastop.DescCloudProviderError, ErrorCode: code.String(), Detail: res.ErrorText()}, period)
 }
 
 // createSucceeded resets the creation flow's failure count and retry time.
@@ -605,7 +606,7 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	op.Detail = boundDetail(op.Detail) // the provider's message
 	st := x.st
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
-	if !x.creating() {
+	if !x.inCreation() {
 		// A machine past creation that looked its instance up keeps its
 		// phase; the lookup is retried after backoff.
 		x.backoff(period, st.Failures.Create)

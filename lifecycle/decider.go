@@ -284,14 +284,14 @@ func (x *decider) expired(since Stamp, timeout time.Duration) bool {
 
 // classify turns a driver result into its code and retry class, treating a
 // code outside 0..17 as undecodable.
-func (x *decider) classify(r *driverapi.Result) (driverapi.Code, retry.Class) {
-	code := r.Code
+func (x *decider) classify(res *driverapi.Result) (driverapi.Code, retry.Class) {
+	code := res.Code
 	if !code.Valid() {
 		x.anomaly(AnomalyUnknownCode)
 		return driverapi.Unknown, retry.ClassUndecodable
 	}
 	switch {
-	case r.Undecodable:
+	case res.Undecodable:
 		return driverapi.Unknown, retry.ClassUndecodable
 	case code == driverapi.OK:
 		return code, retry.ClassNone

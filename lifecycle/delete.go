@@ -51,7 +51,7 @@ func (x *decider) delete() {
 		return
 	}
 	if !st.Stage.deleting() {
-		x.adopt()
+		x.resumeDeletion()
 	}
 	x.deleteStage()
 }
@@ -80,11 +80,11 @@ func (x *decider) beginDeletion() {
 	x.requeue(retry.Short)
 }
 
-// adopt resumes the deletion of a Terminating machine that has no deletion
-// stage: one MCM was deleting (its description names the step, X4-X9) or
-// one whose description names none, such as MCM's MachineSet's "Deleting
-// machine from cloud provider" (X10: restart).
-func (x *decider) adopt() {
+// resumeDeletion resumes the deletion of a Terminating machine that has no
+// deletion stage: one MCM was deleting (its description names the step,
+// X4-X9) or one whose description names none, such as MCM's MachineSet's
+// "Deleting machine from cloud provider" (X10: restart).
+func (x *decider) resumeDeletion() {
 	st := x.st
 	x.anomaly(AnomalyAdopted)
 	op := st.LastOp
@@ -240,21 +240,21 @@ func (x *decider) findNode() {
 
 // onDeleteLookup decides on GetMachineStatus's answer during deletion
 // (S1d-S1j).
-func (x *decider) onDeleteLookup(r *driverapi.Result) {
-	code, class := x.classify(r)
-	foreign := r.OwnerUID != "" && r.OwnerUID != x.in.Object.UID
+func (x *decider) onDeleteLookup(res *driverapi.Result) {
+	code, class := x.classify(res)
+	foreign := res.OwnerUID != "" && res.OwnerUID != x.in.Object.UID
 	switch {
 	case code == driverapi.OK && !foreign:
 		// S1d: the provider names the node (maybe none).
 		st := x.st
-		if st.ProviderID == "" && r.ProviderID != "" {
-			set(x, &st.ProviderID, r.ProviderID)
+		if st.ProviderID == "" && res.ProviderID != "" {
+			set(x, &st.ProviderID, res.ProviderID)
 		}
-		if r.NodeName != "" {
-			set(x, &st.NodeName, r.NodeName)
+		if res.NodeName != "" {
+			set(x, &st.NodeName, res.NodeName)
 		}
 		op := deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, "")
-		if r.NodeName != "" && r.NodeName != x.in.Node.Name {
+		if res.NodeName != "" && res.NodeName != x.in.Node.Name {
 			// The observation this step was given was made without the
 			// name: stop at the drain, so the next step sees the node by
 			// it (a drain acts only on a node observed).
@@ -266,7 +266,7 @@ func (x *decider) onDeleteLookup(r *driverapi.Result) {
 	case class == retry.ClassUndecodable:
 		// S1e.
 		x.deleteFailed(RuleDeleteLookupUndecodable,
-			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusUndecodable, r.ErrorText()), retry.Long, retry.Long)
+			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusUndecodable, res.ErrorText()), retry.Long, retry.Long)
 	case code == driverapi.Unimplemented:
 		// S1f.
 		x.advance(RuleDeleteLookupUnimplemented, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
@@ -283,7 +283,7 @@ func (x *decider) onDeleteLookup(r *driverapi.Result) {
 	default:
 		// S1j.
 		x.deleteFailed(RuleDeleteLookupFailed,
-			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusFailed, r.ErrorText()), retry.Medium, 0)
+			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusFailed, res.ErrorText()), retry.Medium, 0)
 	}
 }
 
@@ -487,10 +487,10 @@ func (x *decider) deleteVM() {
 // onDeleteVM decides on DeleteMachine's answer (S4a-S4e). LastKnownState takes
 // the response's value only when it has one (MCM clears it, MCM design problem
 // d.12 in doc/mcm-rows.md).
-func (x *decider) onDeleteVM(r *driverapi.Result) {
-	code, class := x.classify(r)
-	if r.LastKnownState != "" {
-		set(x, &x.st.LastKnownState, r.LastKnownState)
+func (x *decider) onDeleteVM(res *driverapi.Result) {
+	code, class := x.classify(res)
+	if res.LastKnownState != "" {
+		set(x, &x.st.LastKnownState, res.LastKnownState)
 	}
 	switch {
 	case code == driverapi.OK:
@@ -498,11 +498,11 @@ func (x *decider) onDeleteVM(r *driverapi.Result) {
 	case code == driverapi.NotFound:
 		x.advance(RuleDeleteVMNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFound, ""), StageDeleteNode, FlagTerminated)
 	case class == retry.ClassTransient:
-		x.deleteFailed(RuleDeleteVMRetry, deleteOp(lastop.StateFailed, lastop.DescVMDeletionRetry, r.ErrorText()), retry.Short, 0)
+		x.deleteFailed(RuleDeleteVMRetry, deleteOp(lastop.StateFailed, lastop.DescVMDeletionRetry, res.ErrorText()), retry.Short, 0)
 	case class == retry.ClassUndecodable:
-		x.deleteFailed(RuleDeleteVMUndecodable, deleteOp(lastop.StateFailed, lastop.DescVMDeletionUndecodable, r.ErrorText()), retry.Long, retry.Long)
+		x.deleteFailed(RuleDeleteVMUndecodable, deleteOp(lastop.StateFailed, lastop.DescVMDeletionUndecodable, res.ErrorText()), retry.Long, retry.Long)
 	default:
-		x.deleteFailed(RuleDeleteVMFailed, deleteOp(lastop.StateFailed, lastop.DescVMDeletionAborted, r.ErrorText()), retry.Long, retry.Long)
+		x.deleteFailed(RuleDeleteVMFailed, deleteOp(lastop.StateFailed, lastop.DescVMDeletionAborted, res.ErrorText()), retry.Long, retry.Long)
 	}
 }
 

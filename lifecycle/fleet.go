@@ -87,10 +87,10 @@ func MemberOf(cfg *Config, in *Input) Member {
 	return m
 }
 
-// creating reports whether the member's instance may still be in flight:
-// no phase, CrashLoopBackOff, or a creation stage.
-func (m *Member) creating() bool {
-	return m.Phase == phase.None || m.Phase == phase.CrashLoopBackOff || m.Stage.creating()
+// instanceInFlight reports whether the member's instance may still be in
+// flight: no phase, CrashLoopBackOff, or a creation stage.
+func (m *Member) instanceInFlight() bool {
+	return m.Phase == phase.None || m.Phase == phase.CrashLoopBackOff || m.Stage.ofCreation()
 }
 
 // Orphans returns a DeleteMachine call for every instance of the provider that
@@ -141,7 +141,7 @@ func Orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, i
 		if _, ok := recorded[inst.ProviderID]; ok || inst.ProviderID == "" {
 			continue
 		}
-		if m := byName[inst.MachineName]; m != nil && (m.creating() || m.ProviderID == "") &&
+		if m := byName[inst.MachineName]; m != nil && (m.instanceInFlight() || m.ProviderID == "") &&
 			(inst.OwnerUID == "" || inst.OwnerUID == m.UID) {
 			// In flight, or to be adopted by a machine that records no
 			// instance yet.

@@ -46,7 +46,7 @@ func (x *decider) health() {
 	switch x.st.Phase {
 	case phase.Running:
 		x.running(n)
-		x.sync()
+		x.upkeep()
 	case phase.Pending:
 		x.pending()
 	case phase.Failed:
@@ -75,7 +75,7 @@ func (x *decider) judgeHealth(n *Node) {
 	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
 		st.Phase != phase.InPlaceUpdateFailed &&
 		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)) &&
-		st.ProviderID != "" && !st.Stage.creating():
+		st.ProviderID != "" && !st.Stage.ofCreation():
 		// H3: the node is healthy; never Running without a recorded
 		// instance that was initialized (the startup taint stays on its
 		// node until then).
@@ -204,13 +204,13 @@ func (x *decider) running(n *Node) {
 		x.put(KindDeleteBootstrapToken).Value = x.in.Object.Name
 	}
 	if x.d.Effects.Len() != before {
-		x.syncRule()
+		x.nodeWritesRule()
 	}
 }
 
-// syncRule names the sync of the node (health.sync) as the rule of a
+// nodeWritesRule names the node writes (rule health.sync) as the rule of a
 // healthy pass that emitted node or token writes.
-func (x *decider) syncRule() {
+func (x *decider) nodeWritesRule() {
 	if x.d.Rule == RuleHealthy || x.d.Rule == RuleHealthConditions {
 		x.rule(RuleHealthSync)
 	}
@@ -292,20 +292,20 @@ func (x *decider) unhealthy() {
 // machine. A definite answer (the instance exists, is gone, or is not
 // initialized) confirms the failure and goes into LastOperation; a provider
 // that cannot answer does not let the machine be marked Failed now.
-func (x *decider) onConfirm(r *driverapi.Result) {
+func (x *decider) onConfirm(res *driverapi.Result) {
 	if x.deleting() {
 		x.delete()
 		return
 	}
 	st := x.st
 	if n := x.node(); n != nil && x.healthy(n.Conditions) && st.Phase == phase.Unknown &&
-		st.ProviderID != "" && !st.Stage.creating() {
+		st.ProviderID != "" && !st.Stage.ofCreation() {
 		// Recovered while the provider was asked (H3 applies to Unknown
 		// only, and only with a recorded, initialized instance).
 		x.health()
 		return
 	}
-	code, class := x.classify(r)
+	code, class := x.classify(res)
 	switch {
 	case code == driverapi.OK, code == driverapi.NotFound, code == driverapi.Uninitialized, code == driverapi.Unimplemented:
 		// A definite answer; a provider that cannot report (Unimplemented)
@@ -316,7 +316,7 @@ func (x *decider) onConfirm(r *driverapi.Result) {
 		case driverapi.Unimplemented:
 			detail, errCode = "status not implemented", code.String()
 		default:
-			detail, errCode = boundDetail(r.ErrorText()), code.String()
+			detail, errCode = boundDetail(res.ErrorText()), code.String()
 		}
 		x.pin(RuleHealthTimeout)
 		set(x, &st.Flags, st.Flags&^FlagGranted)

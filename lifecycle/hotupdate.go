@@ -21,18 +21,19 @@ import (
 // the machine "need replacement": it keeps running at its applied generation
 // and is never replaced silently. A failed hot update never fails the machine.
 
-// sync runs the sub-flows of a healthy Running machine after health: hot
+// upkeep runs the sub-flows of a healthy Running machine after health: hot
 // update first, then metadata. At most one of them asks the driver.
-func (x *decider) sync() {
+func (x *decider) upkeep() {
 	if x.st.Phase != phase.Running || x.d.Effects.Len() > 0 {
 		// The node is brought in line first; the provider is asked next.
 		return
 	}
-	x.syncProvider()
+	x.upkeepInstance()
 }
 
-// syncProvider is sync once the node is in line: an update, else metadata.
-func (x *decider) syncProvider() {
+// upkeepInstance is upkeep once the node is in line: an update, else
+// metadata.
+func (x *decider) upkeepInstance() {
 	if x.hotUpdate() {
 		return
 	}
@@ -65,16 +66,16 @@ func (x *decider) hotUpdate() bool {
 
 // onUpdate decides on UpdateMachine's answer. Deletion abandons an update in
 // flight.
-func (x *decider) onUpdate(r *driverapi.Result) {
+func (x *decider) onUpdate(res *driverapi.Result) {
 	if x.deleting() {
 		x.delete()
 		return
 	}
 	st, o := x.st, &x.in.Object
-	code, class := x.classify(r)
+	code, class := x.classify(res)
 	switch {
 	case code == driverapi.OK:
-		applied := r.Generation
+		applied := res.Generation
 		if applied == 0 {
 			applied = o.UpdateGeneration
 		}
@@ -93,7 +94,7 @@ func (x *decider) onUpdate(r *driverapi.Result) {
 		set(x, &st.Failures.Update, 0)
 		set(x, &st.RetryAfter, 0)
 		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescNeedsReplacement,
-			ErrorCode: code.String(), Detail: boundDetail(r.ErrorText())})
+			ErrorCode: code.String(), Detail: boundDetail(res.ErrorText())})
 		x.event(RuleUpdateNeedsReplacement, true)
 		x.resync()
 		x.metadata()
@@ -105,7 +106,7 @@ func (x *decider) onUpdate(r *driverapi.Result) {
 		x.pin(RuleUpdateFailed)
 		set(x, &st.Failures.Update, bump(st.Failures.Update))
 		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescHotUpdateFailed,
-			ErrorCode: code.String(), Detail: boundDetail(r.ErrorText())})
+			ErrorCode: code.String(), Detail: boundDetail(res.ErrorText())})
 		x.backoff(period, st.Failures.Update)
 		x.retryLater()
 	}

@@ -160,19 +160,19 @@ func (x *decider) manage(toSet map[string]string) {
 
 // onPatch decides on UpdateMetadata's answer: whatever it is, the instance
 // is asked what it now carries.
-func (x *decider) onPatch(r *driverapi.Result) {
+func (x *decider) onPatch(res *driverapi.Result) {
 	if x.deleting() {
 		x.delete()
 		return
 	}
-	if r.OK() {
+	if res.OK() {
 		x.pin(RuleMetadataPatched)
 	} else {
 		x.pin(RuleMetadataPatchFailed)
 		set(x, &x.st.Failures.Metadata, bump(x.st.Failures.Metadata))
 	}
 	x.resync()
-	if !r.OK() && x.metadataHold() {
+	if !res.OK() && x.metadataHold() {
 		return
 	}
 	x.observe()
@@ -181,13 +181,13 @@ func (x *decider) onPatch(r *driverapi.Result) {
 // onObserve decides on GetMachineStatus's answer about a Running machine's
 // instance: the observation is recorded, and the metadata patched again
 // (after backoff) while any key still differs.
-func (x *decider) onObserve(r *driverapi.Result) {
+func (x *decider) onObserve(res *driverapi.Result) {
 	if x.deleting() {
 		x.delete()
 		return
 	}
 	st := x.st
-	code, _ := x.classify(r)
+	code, _ := x.classify(res)
 	if code != driverapi.OK && code != driverapi.Uninitialized {
 		// The provider could not say: look again after backoff; health
 		// decides about an instance that is gone.
@@ -202,7 +202,7 @@ func (x *decider) onObserve(r *driverapi.Result) {
 	set(x, &st.Flags, st.Flags&^FlagMetadataUnverified)
 	before := x.changed
 	x.changed = false
-	x.recordObservation(r)
+	x.recordObservation(res)
 	if x.changed || patched || st.MetadataObserved == 0 {
 		// The observation time is saved with what the observation changed
 		// (and after a patch, or the first observation). An observation
@@ -236,15 +236,15 @@ func (x *decider) onObserve(r *driverapi.Result) {
 // recordObservation records what GetMachineStatus reported of the
 // instance: its owner, its generation and the managed metadata keys. A new
 // map is built only when a managed key changed.
-func (x *decider) recordObservation(r *driverapi.Result) {
+func (x *decider) recordObservation(res *driverapi.Result) {
 	st, o := x.st, &x.in.Object
-	set(x, &st.OwnerUID, r.OwnerUID)
-	if r.Generation > 0 {
-		set(x, &st.AppliedGeneration, r.Generation)
+	set(x, &st.OwnerUID, res.OwnerUID)
+	if res.Generation > 0 {
+		set(x, &st.AppliedGeneration, res.Generation)
 	}
 	changed := false
 	for k := range o.Metadata {
-		v, ok := r.Metadata[k]
+		v, ok := res.Metadata[k]
 		old, had := st.Metadata[k]
 		if ok != had || v != old {
 			changed = true
@@ -256,7 +256,7 @@ func (x *decider) recordObservation(r *driverapi.Result) {
 			if _, desired := o.Metadata[k]; desired {
 				continue
 			}
-			if v, ok := r.Metadata[k]; !ok || v != old {
+			if v, ok := res.Metadata[k]; !ok || v != old {
 				changed = true
 				break
 			}
@@ -267,12 +267,12 @@ func (x *decider) recordObservation(r *driverapi.Result) {
 	}
 	observed := make(map[string]string)
 	for k := range o.Metadata {
-		if v, ok := r.Metadata[k]; ok {
+		if v, ok := res.Metadata[k]; ok {
 			observed[k] = v
 		}
 	}
 	for k := range st.Metadata {
-		if v, ok := r.Metadata[k]; ok {
+		if v, ok := res.Metadata[k]; ok {
 			observed[k] = v
 		}
 	}

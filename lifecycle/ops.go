@@ -70,18 +70,18 @@ const (
 
 // holds reports whether st is one of the statuses w names.
 func (w opStatus) holds(st *Status) bool {
-	creating := st.Phase == phase.None || st.Phase == phase.CrashLoopBackOff
+	inCreation := st.Phase == phase.None || st.Phase == phase.CrashLoopBackOff
 	switch w {
 	case atLookup:
-		return creating || st.ProviderID == ""
+		return inCreation || st.ProviderID == ""
 	case atIntent:
-		return creating && st.Stage == StageCreating && st.ProviderID == ""
+		return inCreation && st.Stage == StageCreating && st.ProviderID == ""
 	case atUnrecorded:
 		return st.ProviderID == ""
 	case atStaleInstance:
 		return st.Flags.Has(FlagStaleInstance) && st.ProviderID != ""
 	case atInitializing:
-		return creating && st.Stage == StageInitializing && st.ProviderID != ""
+		return inCreation && st.Stage == StageInitializing && st.ProviderID != ""
 	case atGranted:
 		return (st.Phase == phase.Unknown || st.Phase == phase.InPlaceUpdateFailed) && st.Flags.Has(FlagGranted)
 	case atRunning:

@@ -61,34 +61,34 @@ const (
 	handleVolumesDetaching
 )
 
-// handle runs the handler h on the driver's answer r, or on the outcome o
+// handle runs the handler h on the driver's answer res, or on the outcome o
 // of an op of API writes.
-func (x *decider) handle(h handler, r *driverapi.Result, o *Outcome) {
+func (x *decider) handle(h handler, res *driverapi.Result, o *Outcome) {
 	switch h {
 	case handleConfirm:
-		x.onConfirm(r)
+		x.onConfirm(res)
 	case handleCreate:
-		x.onCreate(r)
+		x.onCreate(res)
 	case handleDeleteLookup:
-		x.onDeleteLookup(r)
+		x.onDeleteLookup(res)
 	case handleDeleteVM:
-		x.onDeleteVM(r)
+		x.onDeleteVM(res)
 	case handleForeignDelete:
-		x.onForeignDelete(r)
+		x.onForeignDelete(res)
 	case handleInitialize:
-		x.onInitialize(r)
+		x.onInitialize(res)
 	case handleLookup:
-		x.onLookup(r)
+		x.onLookup(res)
 	case handleObserve:
-		x.onObserve(r)
+		x.onObserve(res)
 	case handlePatch:
-		x.onPatch(r)
+		x.onPatch(res)
 	case handleStaleDelete:
-		x.onStaleDelete(r)
+		x.onStaleDelete(res)
 	case handleTimeoutLookup:
-		x.onTimeoutLookup(r)
+		x.onTimeoutLookup(res)
 	case handleUpdate:
-		x.onUpdate(r)
+		x.onUpdate(res)
 	case handleDrain:
 		x.onDrain(o)
 	case handleFinalizerRemoved:

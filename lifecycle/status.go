@@ -162,8 +162,8 @@ func ParseStage(text string) (Stage, error) {
 // Valid reports whether s is a declared stage.
 func (s Stage) Valid() bool { return s < stageCount }
 
-// creating reports whether the stage belongs to the creation flow.
-func (s Stage) creating() bool { return s == StageCreating || s == StageInitializing }
+// ofCreation reports whether the stage belongs to the creation flow.
+func (s Stage) ofCreation() bool { return s == StageCreating || s == StageInitializing }
 
 // deleting reports whether the stage belongs to the deletion flow.
 func (s Stage) deleting() bool { return s >= StageGetVMStatus && s < stageCount }

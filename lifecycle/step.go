@@ -37,9 +37,9 @@ func Step(cfg Config, in Input) (d Decision) {
 // out nor clears the whole Decision, and it does not validate the
 // configuration again at every step.
 func StepInto(d *Decision, cfg *Checked, in *Input) {
-	stale := d.reset(&in.Status)
+	used := d.reset(&in.Status)
 	decide(d, &cfg.cfg, in, &cfg.pre)
-	d.Effects.clearFrom(stale)
+	d.Effects.clearFrom(used)
 }
 
 // reset makes d the zero Decision holding *st, but
@@ -48,8 +48,8 @@ func StepInto(d *Decision, cfg *Checked, in *Input) {
 // (Effects.clearFrom). Slots past them are zero already: Effects' storage
 // is only ever written through put and prepend, below its length, and put
 // writes a whole slot.
-func (d *Decision) reset(st *Status) (stale int) {
-	stale = int(d.Effects.n)
+func (d *Decision) reset(st *Status) (used int) {
+	used = int(d.Effects.n)
 	d.Effects.n = 0
 	d.Status = *st
 	d.Changed = false
@@ -63,7 +63,7 @@ func (d *Decision) reset(st *Status) (stale int) {
 	d.Rule = RuleNone
 	d.Wait = Wait{}
 	d.Anomalies = 0
-	return stale
+	return used
 }
 
 // decide runs one step on d, which holds the zero Decision but for its
@@ -230,8 +230,8 @@ func (x *decider) outcome() bool {
 		}
 		return true
 	}
-	r := &o.Result
-	if r.Method == driverapi.MethodNone {
+	res := &o.Result
+	if res.Method == driverapi.MethodNone {
 		if spec.handlesWrites() {
 			x.handle(spec.handler, nil, o)
 			return true
@@ -249,7 +249,7 @@ func (x *decider) outcome() bool {
 		x.requeue(retry.Long)
 		return true
 	}
-	x.handle(spec.handler, r, nil)
+	x.handle(spec.handler, res, nil)
 	return true
 }
 
@@ -270,18 +270,18 @@ func (x *decider) matchOutcome(o *Outcome) (ruleSpec, bool) {
 	n := o.OpID.Effects()
 	rule := o.OpID.Rule()
 	spec, ok := rule.spec()
-	r := &o.Result
+	res := &o.Result
 	switch {
 	case !ok || n == 0 || o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK):
 		// A decision's OpID always counts at least one effect, of a
 		// declared rule.
-	case (r.Method != driverapi.MethodNone || spec.handlesWrites()) && !rule.emittableAt(x.st, x.deleting()):
+	case (res.Method != driverapi.MethodNone || spec.handlesWrites()) && !rule.emittableAt(x.st, x.deleting()):
 		// No decision of this op leaves this status (ops.go): a mixed-up
 		// or forged outcome, which carried on would record, create or
 		// delete what no decision asked for.
-	case o.Ran == n && r.Method != driverapi.MethodNone && (spec.handler == handleNone || r.Method != spec.method):
+	case o.Ran == n && res.Method != driverapi.MethodNone && (spec.handler == handleNone || res.Method != spec.method):
 		// An answer to a question the rule's op does not ask.
-	case rule == RuleCreateLookup && r.ProviderID != "" && x.ref().ProviderID != "" && r.ProviderID != x.ref().ProviderID:
+	case rule == RuleCreateLookup && res.ProviderID != "" && x.ref().ProviderID != "" && res.ProviderID != x.ref().ProviderID:
 		// Asked by the recorded providerID, answered about another
 		// instance: recorded, it would replace the machine's own.
 	default:
@@ -386,12 +386,12 @@ func (x *decider) dispatch() {
 		x.anomaly(AnomalyMissingStamp)
 		set(x, &st.PhaseSince, x.now)
 	}
-	if st.Stage.creating() && !x.creating() && st.Phase != phase.Failed {
+	if st.Stage.ofCreation() && !x.inCreation() && st.Phase != phase.Failed {
 		// Only a machine being created (or Failed by its creation timeout)
 		// has a creation stage; anything else is void.
 		x.setStage(StageNone)
 	}
-	if x.creating() && st.Stage == StageNone && st.ProviderID != "" {
+	if x.inCreation() && st.Stage == StageNone && st.ProviderID != "" {
 		// Being created, its instance named, no stage: MCM's machine after
 		// its first creation pass or a failed initialization, or the
 		// lifecycle's own after a lost write of its stage. The lookup
@@ -418,17 +418,17 @@ func (x *decider) dispatch() {
 	case st.ProviderID == "":
 		// A machine past creation without a recorded instance, adopted
 		// from elsewhere (D9).
-		x.adoptIdentity()
+		x.lookUpIdentity()
 	default:
 		x.health()
 	}
 }
 
-// adoptIdentity records the instance of a machine past creation whose
+// lookUpIdentity records the instance of a machine past creation whose
 // status names none: from spec.providerID, else from its node, and goes on
 // with health. Only when neither names one is the provider asked (D9, A7,
 // A10); a machine past creation is never created again.
-func (x *decider) adoptIdentity() {
+func (x *decider) lookUpIdentity() {
 	o, st := &x.in.Object, x.st
 	pid, node := o.ProviderID, o.NodeLabel
 	if pid == "" && x.in.Node.Found() && x.in.Node.ProviderID != "" {
