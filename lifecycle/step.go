@@ -137,8 +137,10 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 // waits for.
 func (x *decider) seal() {
 	d, st := x.d, x.st
-	if x.ensures() && !x.objectInLine() {
-		x.ensureObject()
+	if x.ensures() {
+		if needs := x.objectNeeds(); needs != 0 {
+			x.ensureObject(needs)
+		}
 	}
 	if x.changed {
 		d.Status.Seq++
@@ -499,49 +501,68 @@ func (x *decider) ensures() bool {
 	return true
 }
 
-// objectInLine reports whether the object needs none of the ensure-effects
-// (see ensureObject): the common case, checked without a call.
-func (x *decider) objectInLine() bool {
-	o, st := &x.in.Object, x.st
-	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
-		return o.Finalizer
+// objectNeeds is a set of the object ensure-effects: one bit per kind.
+type objectNeeds uint8
+
+const (
+	needFinalizer objectNeeds = 1 << iota
+	needNodeLabel
+	needPriority
+	needProviderID
+)
+
+// objectNeeds returns the ensure-effects the object needs for the status
+// the decision leaves: the finalizer, and once an instance is recorded the
+// node label, the priority annotation (in the creation flow) and
+// spec.providerID (MCM D2 and B2).
+func (x *decider) objectNeeds() objectNeeds {
+	o, st := x.o, x.st
+	var n objectNeeds
+	if !o.Finalizer {
+		n |= needFinalizer
 	}
-	return o.Finalizer && (o.Priority != "" || !x.creationFlow()) && o.ProviderID == st.ProviderID &&
-		(o.NodeLabel == st.NodeName || st.NodeName == "" || x.cfg.NoTargetCluster)
+	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
+		return n
+	}
+	if !x.cfg.NoTargetCluster && st.NodeName != "" && o.NodeLabel != st.NodeName {
+		n |= needNodeLabel
+	}
+	if o.Priority == "" && x.creationFlow() {
+		// B2: the creation flow writes it, as MCM does, and nothing else
+		// (a machine past creation keeps whatever it has).
+		n |= needPriority
+	}
+	if o.ProviderID != st.ProviderID {
+		n |= needProviderID
+	}
+	return n
 }
 
-// ensureObject puts the object ensure-effects for whatever still differs
-// from the final status in front of the decision's other effects: the
-// finalizer, and once an instance is recorded the node label, the priority
-// annotation (in the creation flow) and spec.providerID (MCM D2 and B2). Computing them last, from
-// the status the decision leaves, keeps them complete and first, so the
-// provider sees the object written before any call.
-func (x *decider) ensureObject() {
-	o, st := &x.in.Object, x.st
-	recorded := st.ProviderID != "" && !st.Flags.Has(FlagStaleInstance)
+// ensureObject puts the ensure-effects needs names in front of the
+// decision's other effects. Computed last, from the status the decision
+// leaves, they are complete and first, so the provider sees the object
+// written before any call.
+func (x *decider) ensureObject(needs objectNeeds) {
+	st := x.st
 	var buf [4]Effect
 	n := 0
-	if !o.Finalizer {
+	if needs&needFinalizer != 0 {
 		buf[n] = Effect{Kind: KindEnsureFinalizer, Key: Finalizer}
 		n++
 	}
-	if recorded {
-		if !x.cfg.NoTargetCluster && st.NodeName != "" && o.NodeLabel != st.NodeName {
-			buf[n] = Effect{Kind: KindEnsureNodeLabel, Key: NodeLabel, Value: st.NodeName}
-			n++
-		}
-		if o.Priority == "" && x.creationFlow() {
-			// B2: the creation flow writes it, as MCM does, and nothing
-			// else (a machine past creation keeps whatever it has).
-			buf[n] = Effect{Kind: KindEnsurePriority, Key: PriorityAnnotation, Value: DefaultPriority}
-			n++
-		}
-		if o.ProviderID != st.ProviderID {
-			buf[n] = Effect{Kind: KindEnsureProviderID, Value: st.ProviderID}
-			n++
-		}
+	if needs&needNodeLabel != 0 {
+		buf[n] = Effect{Kind: KindEnsureNodeLabel, Key: NodeLabel, Value: st.NodeName}
+		n++
 	}
-	if n > 0 && !x.d.Effects.prepend(buf[:n]) {
+	if needs&needPriority != 0 {
+		buf[n] = Effect{Kind: KindEnsurePriority, Key: PriorityAnnotation, Value: DefaultPriority}
+		n++
+	}
+	if needs&needProviderID != 0 {
+		buf[n] = Effect{Kind: KindEnsureProviderID, Value: st.ProviderID}
+		n++
+	}
+	if !x.d.Effects.prepend(buf[:n]) {
 		x.anomaly(AnomalyEffectsFull)
 	}
 }
