@@ -218,11 +218,13 @@ func (x *decider) outcome() bool {
 	if !ok {
 		return false
 	}
+	if spec.handlesWrites() {
+		// An op of API writes whose outcome, complete or not, its handler
+		// decides on (matchOutcome refused a driver answer to it).
+		x.handle(spec.handler, nil, o)
+		return true
+	}
 	if o.Ran < o.OpID.Effects() {
-		if spec.handlesWrites() {
-			x.handle(spec.handler, nil, o)
-			return true
-		}
 		if o.Stopped == WriteConflict {
 			x.rule(RuleWriteConflict)
 			x.requeue(retry.Conflict)
@@ -234,10 +236,6 @@ func (x *decider) outcome() bool {
 	}
 	res := &o.Result
 	if res.Method == driverapi.MethodNone {
-		if spec.handlesWrites() {
-			x.handle(spec.handler, nil, o)
-			return true
-		}
 		// The effects are done, and the next decision is made afresh from
 		// the world they changed (node and token writes are not repeated
 		// within the pass: see running).
