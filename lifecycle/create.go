@@ -133,7 +133,7 @@ func (x *decider) createTimeout() {
 
 // onTimeoutLookup records what the last lookup before the creation timeout
 // found, then fails the machine.
-func (x *decider) onTimeoutLookup(res *driverapi.Result) {
+func (x *decider) onTimeoutLookup(res *driverapi.Result) next {
 	code, _ := x.classify(res)
 	if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(res) && res.ProviderID != "" {
 		set(x, &x.st.ProviderID, res.ProviderID)
@@ -141,12 +141,9 @@ func (x *decider) onTimeoutLookup(res *driverapi.Result) {
 			set(x, &x.st.NodeName, res.NodeName)
 		}
 	}
-	if x.deleting() {
-		x.delete()
-		return
-	}
 	x.pin(RuleCreateTimeout)
 	x.createTimeout()
+	return done
 }
 
 // fail moves the machine to Failed with op, where it waits for its owner
@@ -166,37 +163,27 @@ func (x *decider) lookup() {
 
 // onLookup decides on GetMachineStatus's answer (rows A1, A7-A10, and the
 // creation of A2-A6).
-func (x *decider) onLookup(res *driverapi.Result) {
+func (x *decider) onLookup(res *driverapi.Result) next {
 	code, class := x.classify(res)
-	if x.deleting() {
-		// Deletion arrived meanwhile: an instance found is recorded first,
-		// so deletion deletes it by its providerID.
-		if (code == driverapi.OK || code == driverapi.Uninitialized) && !x.foreignResult(res) &&
-			res.ProviderID != "" && x.st.ProviderID == "" {
-			set(x, &x.st.ProviderID, res.ProviderID)
-			set(x, &x.st.NodeName, res.NodeName)
-		}
-		x.delete()
-		return
-	}
 	switch {
 	case class == retry.ClassUndecodable:
 		// A1: nothing is written; the lookup is asked again later.
 		x.rule(RuleCreateLookupUndecodable)
 		x.requeue(retry.Medium)
+		return done
 	case code == driverapi.NotFound || code == driverapi.Unimplemented:
-		x.lookupFoundNone()
+		return x.lookupFoundNone()
 	case code == driverapi.Uninitialized, code == driverapi.OK:
-		x.lookupFound(res, code)
-	default:
-		// A9: any other decodable code.
-		x.createError(RuleCreateLookupFailed, res, code, class, "")
+		return x.lookupFound(res, code)
 	}
+	// A9: any other decodable code.
+	x.createError(RuleCreateLookupFailed, res, code, class, "")
+	return done
 }
 
 // lookupFoundNone decides on a lookup that found no instance, or a provider
 // that cannot look one up.
-func (x *decider) lookupFoundNone() {
+func (x *decider) lookupFoundNone() next {
 	if pid := x.ref().ProviderID; pid != "" {
 		// A7: the provider cannot tell, but an instance is recorded.
 		x.rule(RuleCreateRecorded)
@@ -205,10 +192,9 @@ func (x *decider) lookupFoundNone() {
 			node = x.in.Object.NodeLabel
 		}
 		if !x.record(pid, node, nil, "") {
-			return
+			return done
 		}
-		x.proceed(RuleCreateRecorded)
-		return
+		return then(nextProceed, RuleCreateRecorded)
 	}
 	if !x.inCreation() {
 		// Past creation and the provider has no instance: never create
@@ -216,17 +202,21 @@ func (x *decider) lookupFoundNone() {
 		// again after Long.
 		x.pin(RuleCreateInstanceMissing)
 		set(x, &x.st.RetryAfter, x.now.Add(retry.Long))
-		x.pastCreation()
-		return
+		return then(nextPastCreation, RuleCreateInstanceMissing)
 	}
-	x.createInstance()
+	return then(nextCreate, RuleCreateVMNotFound)
 }
 
 // lookupFound decides on a lookup that found the instance, initialized
 // (OK) or not (Uninitialized): recorded, then initialized or adopted.
-func (x *decider) lookupFound(res *driverapi.Result, code driverapi.Code) {
-	if x.foreign(res) {
-		return
+func (x *decider) lookupFound(res *driverapi.Result, code driverapi.Code) next {
+	if x.foreignResult(res) {
+		if x.holdForPredecessor() {
+			// The older incarnation began terminating after the lookup was
+			// asked: its instance is left to its own deletion.
+			return done
+		}
+		return then(nextDeleteForeign, RuleCreateForeignInstance)
 	}
 	rule := RuleCreateAdopted
 	if code == driverapi.Uninitialized {
@@ -245,7 +235,7 @@ func (x *decider) lookupFound(res *driverapi.Result, code driverapi.Code) {
 		node = x.st.NodeName
 	}
 	if !x.record(pid, node, res.Addresses, "") {
-		return
+		return done
 	}
 	set(x, &x.st.OwnerUID, res.OwnerUID)
 	if res.Generation > 0 {
@@ -254,12 +244,11 @@ func (x *decider) lookupFound(res *driverapi.Result, code driverapi.Code) {
 	if code == driverapi.Uninitialized && x.inCreation() {
 		// A8: the instance exists but must be initialized (again). A
 		// machine past creation only records it (B9).
-		x.initialize(rule)
-		return
+		return then(nextInitialize, rule)
 	}
 	// A10: adopt. An instance this flow created is initialized unless the
 	// status shows initialization done.
-	x.proceed(rule)
+	return then(nextProceed, rule)
 }
 
 // proceed continues after the instance is recorded: initialize it when this
@@ -281,47 +270,33 @@ func (x *decider) foreignResult(res *driverapi.Result) bool {
 	return x.ref().ProviderID == "" && res.OwnerUID != "" && res.OwnerUID != x.in.Object.UID && res.ProviderID != ""
 }
 
-// foreign handles an instance that belongs to another incarnation of the
-// machine: it is never adopted but deleted, and a fresh one is created
-// afterwards. It reports whether it decided.
-func (x *decider) foreign(res *driverapi.Result) bool {
-	if !x.foreignResult(res) {
-		return false
-	}
-	if x.holdForPredecessor() {
-		// The older incarnation began terminating after the lookup was
-		// asked: its instance is left to its own deletion.
-		return true
-	}
+// deleteForeign deletes an instance that belongs to another incarnation of
+// the machine, which the lookup res found: it is never adopted, and a fresh
+// one is created afterwards.
+func (x *decider) deleteForeign(res *driverapi.Result) {
 	x.act(RuleCreateForeignInstance)
 	x.setOp(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing,
 		Desc: lastop.DescForeignInstance, Detail: boundDetail(res.ProviderID)})
 	x.call(driverapi.Call{Method: driverapi.MethodDelete,
 		Machine: driverapi.MachineRef{Name: x.in.Object.Name, UID: res.OwnerUID, ProviderID: res.ProviderID, NodeName: res.NodeName}})
 	x.requeue(retry.Short)
-	return true
 }
 
 // onForeignDelete decides on the deletion of another incarnation's
 // instance: once it is gone, the next creation uses a fresh key.
-func (x *decider) onForeignDelete(res *driverapi.Result) {
+func (x *decider) onForeignDelete(res *driverapi.Result) next {
 	code, class := x.classify(res)
 	if code == driverapi.OK || code == driverapi.NotFound {
-		x.rule(RuleCreateForeignDeleted)
+		x.pin(RuleCreateForeignDeleted)
 		set(x, &x.st.Attempt, x.st.Attempt+1)
 		x.createSucceeded()
-		if x.deleting() {
-			x.delete()
-			return
-		}
-		x.pin(RuleCreateForeignDeleted)
-		x.lookup()
-		return
+		return then(nextLookup, RuleCreateForeignDeleted)
 	}
 	x.rule(RuleCreateForeignInstance)
 	set(x, &x.st.Failures.Create, bump(x.st.Failures.Create))
 	x.backoff(x.cfg.Retry.Period(class), x.st.Failures.Create)
 	x.retryLater()
+	return done
 }
 
 // createInstance records the creation intent and asks CreateMachine (A2-A6).
@@ -346,7 +321,7 @@ func (x *decider) createInstance() {
 }
 
 // onCreate decides on CreateMachine's answer (A2-A6, B1).
-func (x *decider) onCreate(res *driverapi.Result) {
+func (x *decider) onCreate(res *driverapi.Result) next {
 	code, class := x.classify(res)
 	if class != retry.ClassNone {
 		switch class {
@@ -357,24 +332,18 @@ func (x *decider) onCreate(res *driverapi.Result) {
 		default:
 			x.createError(RuleCreateFailed, res, code, class, res.LastKnownState)
 		}
-		return
+		return done
 	}
 	if x.createdOnStaleNode(res) {
 		x.staleNode(res)
-		return
+		return then(nextDeleteStale, RuleCreateStaleNode)
 	}
 	x.rule(RuleCreateCreated)
 	if !x.record(res.ProviderID, res.NodeName, res.Addresses, res.LastKnownState) {
-		return
+		return done
 	}
 	x.createSucceeded()
-	if x.deleting() {
-		// Deletion arrived while the instance was being created: it is
-		// recorded now, so deletion will find and delete it.
-		x.delete()
-		return
-	}
-	x.initialize(RuleCreateCreated)
+	return then(nextInitialize, RuleCreateCreated)
 }
 
 // record saves the instance's identity, refusing an empty one (B1): nothing
@@ -448,10 +417,11 @@ func (x *decider) createdOnStaleNode(res *driverapi.Result) bool {
 		n.ProviderID != "" && res.ProviderID != "" && n.ProviderID != res.ProviderID
 }
 
-// staleNode fails the machine and deletes the instance created on a stale
-// node object (A5). The instance is recorded with FlagStaleInstance so its
-// deletion is retried until the provider confirms it; MCM does not record
-// it and leaks the VM when that one DeleteMachine fails.
+// staleNode fails the machine whose instance was created on a stale node
+// object (A5); the instance is deleted next. It is recorded with
+// FlagStaleInstance so its deletion is retried until the provider confirms
+// it; MCM does not record it and leaks the VM when that one DeleteMachine
+// fails.
 func (x *decider) staleNode(res *driverapi.Result) {
 	x.rule(RuleCreateStaleNode)
 	st := x.st
@@ -462,7 +432,6 @@ func (x *decider) staleNode(res *driverapi.Result) {
 	}
 	x.setStage(StageNone)
 	x.become(phase.Failed, RuleCreateStaleNode, &lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescStaleNode})
-	x.deleteStale()
 }
 
 // discardStale retries the deletion of a stale-node instance.
@@ -485,7 +454,7 @@ func (x *decider) deleteStale() {
 }
 
 // onStaleDelete decides on the deletion of a stale-node instance.
-func (x *decider) onStaleDelete(res *driverapi.Result) {
+func (x *decider) onStaleDelete(res *driverapi.Result) next {
 	code, class := x.classify(res)
 	st := x.st
 	if code == driverapi.OK || code == driverapi.NotFound {
@@ -497,17 +466,14 @@ func (x *decider) onStaleDelete(res *driverapi.Result) {
 		if code == driverapi.OK && res.LastKnownState != "" {
 			set(x, &st.LastKnownState, res.LastKnownState)
 		}
-		if x.deleting() {
-			x.delete()
-			return
-		}
 		x.resync()
-		return
+		return done
 	}
 	x.rule(RuleCreateStaleNode)
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
 	x.backoff(x.cfg.Retry.Period(class), st.Failures.Create)
 	x.retryLater()
+	return done
 }
 
 // initialize asks InitializeMachine for the recorded instance, after the
@@ -520,19 +486,15 @@ func (x *decider) initialize(r Rule) {
 }
 
 // onInitialize decides on InitializeMachine's answer (B3-B6, B8).
-func (x *decider) onInitialize(res *driverapi.Result) {
-	if x.deleting() {
-		x.delete()
-		return
-	}
+func (x *decider) onInitialize(res *driverapi.Result) next {
 	code, class := x.classify(res)
 	switch {
 	case code == driverapi.OK:
 		x.addAddresses(res.Addresses)
-		x.settle(RuleCreatePending)
+		return then(nextSettle, RuleCreatePending)
 	case code == driverapi.Unimplemented:
 		// B3: nothing to initialize.
-		x.settle(RuleCreateInitUnimplemented)
+		return then(nextSettle, RuleCreateInitUnimplemented)
 	case class == retry.ClassUndecodable:
 		// B4: no status write; initialization is asked again later.
 		x.rule(RuleCreateInitUndecodable)
@@ -544,6 +506,7 @@ func (x *decider) onInitialize(res *driverapi.Result) {
 		x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
 			Desc: lastop.DescInitFailed, ErrorCode: code.String(), Detail: res.ErrorText()}, retry.Short)
 	}
+	return done
 }
 
 // settle ends the creation flow (B8): a machine with no phase or in

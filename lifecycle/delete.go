@@ -160,6 +160,13 @@ func (x *decider) advance(r Rule, op lastop.Operation, next Stage, flags Flags) 
 	x.deleteStage()
 }
 
+// entered is enter for an outcome's handler: the decision then goes on with
+// deletion from the stage entered (dispatch's first check).
+func (x *decider) entered(r Rule, op lastop.Operation, next Stage, flags Flags) next {
+	x.enter(r, op, next, flags)
+	return fresh
+}
+
 // enter records a stage's result and moves to the next stage.
 func (x *decider) enter(r Rule, op lastop.Operation, next Stage, flags Flags) {
 	x.pin(r)
@@ -171,8 +178,9 @@ func (x *decider) enter(r Rule, op lastop.Operation, next Stage, flags Flags) {
 }
 
 // deleteFailed records a failed deletion step, which is retried after
-// period, with backoff from the second consecutive failure up to limit.
-func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.Duration) {
+// period, with backoff from the second consecutive failure up to limit. The
+// decision is done: it waits for the retry.
+func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.Duration) next {
 	x.pin(r)
 	st := x.st
 	set(x, &st.Failures.Delete, bump(st.Failures.Delete))
@@ -180,6 +188,7 @@ func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.D
 	x.d.Period = period
 	x.d.Requeue = x.cfg.Retry.Backoff(period, limit, uint32(st.Failures.Delete), x.in.Object.UID)
 	x.retryLater()
+	return done
 }
 
 // deletionNode is the node deletion acts on: the node observed (found by
@@ -240,7 +249,7 @@ func (x *decider) findNode() {
 
 // onDeleteLookup decides on GetMachineStatus's answer during deletion
 // (S1d-S1j).
-func (x *decider) onDeleteLookup(res *driverapi.Result) {
+func (x *decider) onDeleteLookup(res *driverapi.Result) next {
 	code, class := x.classify(res)
 	foreign := res.OwnerUID != "" && res.OwnerUID != x.in.Object.UID
 	switch {
@@ -260,29 +269,29 @@ func (x *decider) onDeleteLookup(res *driverapi.Result) {
 			// it (a drain acts only on a node observed).
 			x.enter(RuleDeleteLookupOK, op, StageDrain, 0)
 			x.requeue(retry.Short)
-			return
+			return done
 		}
-		x.advance(RuleDeleteLookupOK, op, StageDrain, 0)
+		return x.entered(RuleDeleteLookupOK, op, StageDrain, 0)
 	case class == retry.ClassUndecodable:
 		// S1e.
-		x.deleteFailed(RuleDeleteLookupUndecodable,
+		return x.deleteFailed(RuleDeleteLookupUndecodable,
 			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusUndecodable, res.ErrorText()), retry.Long, retry.Long)
 	case code == driverapi.Unimplemented:
 		// S1f.
-		x.advance(RuleDeleteLookupUnimplemented, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
+		return x.entered(RuleDeleteLookupUnimplemented, deleteOp(lastop.StateProcessing, lastop.DescInitiateDrain, ""), StageDrain, 0)
 	case code == driverapi.NotFound, code == driverapi.OK:
 		// S1g (also another incarnation's instance: not ours to drain).
-		x.advance(RuleDeleteLookupNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFoundBeforeDrain, ""), StageDrain, 0)
+		return x.entered(RuleDeleteLookupNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFoundBeforeDrain, ""), StageDrain, 0)
 	case class == retry.ClassTransient:
 		// S1h.
-		x.deleteFailed(RuleDeleteLookupRetry, deleteOp(lastop.StateFailed, lastop.DescGetVMStatusRetry, ""), retry.Short, 0)
+		return x.deleteFailed(RuleDeleteLookupRetry, deleteOp(lastop.StateFailed, lastop.DescGetVMStatusRetry, ""), retry.Short, 0)
 	case code == driverapi.Uninitialized:
 		// S1i.
-		x.advance(RuleDeleteLookupUninitialized,
+		return x.entered(RuleDeleteLookupUninitialized,
 			deleteOp(lastop.StateProcessing, lastop.DescVMUninitializedBeforeDrain, ""), StageDrain, 0)
 	default:
 		// S1j.
-		x.deleteFailed(RuleDeleteLookupFailed,
+		return x.deleteFailed(RuleDeleteLookupFailed,
 			deleteOp(lastop.StateFailed, lastop.DescGetVMStatusFailed, res.ErrorText()), retry.Medium, 0)
 	}
 }
@@ -356,6 +365,7 @@ func (x *decider) drain() {
 		// not found, there is nothing to drain (S2e, S2f), and nothing is
 		// written to a node of that name the observation does not show.
 		x.drained(m.force)
+		x.deleteStage()
 		return
 	}
 	if m.force {
@@ -378,12 +388,12 @@ func (x *decider) drain() {
 // Medium (MCM issue 703,
 // https://github.com/gardener/machine-controller-manager/issues/703), until
 // the drain timeout forces it.
-func (x *decider) onDrain(o *Outcome) {
+func (x *decider) onDrain(o *Outcome) next {
 	forced := o.OpID.Rule() == RuleDeleteDrainForce
 	n := o.OpID.Effects()
 	if o.Ran >= n {
 		x.drained(forced)
-		return
+		return fresh
 	}
 	if forced && o.Ran < n-1 {
 		// A write before the drain failed: the condition update (which MCM
@@ -395,45 +405,49 @@ func (x *decider) onDrain(o *Outcome) {
 		if x.in.NodeReadFailed {
 			x.rule(RuleDeleteNodeUnreadable)
 			x.requeue(retry.Short)
-			return
+			return done
 		}
-		node := x.deletionNode()
-		if node != "" && x.node() != nil {
+		if x.deletionNode() != "" && x.node() != nil {
 			x.pin(RuleDeleteDrainForce)
-			m := x.drainMode()
-			x.act(RuleDeleteDrainForce)
-			if n-o.Ran-1 == 2 { // the condition failed: cordon, then drain
-				x.nodeEffect(KindCordon, node, "", "")
-			}
-			x.drainEffect(node, true, m.timeout, m.retries)
-			x.requeue(retry.Short)
-			return
+			return then(nextForcedDrain, RuleDeleteDrainForce)
 		}
 	}
 	if forced {
 		// S2c, S2g: a forced drain goes on when the cordon or the drain
 		// failed.
-		x.advance(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, o.Error),
+		return x.entered(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, o.Error),
 			StageVolumes, FlagDrainForced)
-		return
 	}
 	desc := lastop.DescDrainFailed // S2d, S2h
 	if n == 3 && failedAt(o, 3) == 0 {
 		desc = lastop.DescDrainConditionFailed // S2b
 	}
-	x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
+	return x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
 }
 
-// drained records a drain done, or a node with nothing to drain, and goes
-// on: after a forced drain to the node's volume attachments (S3), else to
-// the instance's deletion.
+// forcedDrainRest carries on a forced drain whose op o stopped at a write
+// before the drain: what followed the failed write.
+func (x *decider) forcedDrainRest(o *Outcome) {
+	node := x.deletionNode()
+	m := x.drainMode()
+	x.act(RuleDeleteDrainForce)
+	if o.OpID.Effects()-o.Ran-1 == 2 { // the condition failed: cordon, then drain
+		x.nodeEffect(KindCordon, node, "", "")
+	}
+	x.drainEffect(node, true, m.timeout, m.retries)
+	x.requeue(retry.Short)
+}
+
+// drained records a drain done, or a node with nothing to drain: after a
+// forced drain the node's volume attachments come next (S3), else the
+// instance's deletion.
 func (x *decider) drained(forced bool) {
 	if forced {
-		x.advance(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
+		x.enter(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
 			StageVolumes, FlagDrainForced)
 		return
 	}
-	x.advance(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
+	x.enter(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
 		StageDeleteVM, FlagDrainSucceeded)
 }
 
@@ -487,22 +501,22 @@ func (x *decider) deleteVM() {
 // onDeleteVM decides on DeleteMachine's answer (S4a-S4e). LastKnownState takes
 // the response's value only when it has one (MCM clears it, MCM design problem
 // d.12 in doc/mcm-rows.md).
-func (x *decider) onDeleteVM(res *driverapi.Result) {
+func (x *decider) onDeleteVM(res *driverapi.Result) next {
 	code, class := x.classify(res)
 	if res.LastKnownState != "" {
 		set(x, &x.st.LastKnownState, res.LastKnownState)
 	}
 	switch {
 	case code == driverapi.OK:
-		x.advance(RuleDeleteVMDeleted, deleteOp(lastop.StateProcessing, lastop.DescVMDeleted, ""), StageDeleteNode, FlagTerminated)
+		return x.entered(RuleDeleteVMDeleted, deleteOp(lastop.StateProcessing, lastop.DescVMDeleted, ""), StageDeleteNode, FlagTerminated)
 	case code == driverapi.NotFound:
-		x.advance(RuleDeleteVMNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFound, ""), StageDeleteNode, FlagTerminated)
+		return x.entered(RuleDeleteVMNotFound, deleteOp(lastop.StateProcessing, lastop.DescVMNotFound, ""), StageDeleteNode, FlagTerminated)
 	case class == retry.ClassTransient:
-		x.deleteFailed(RuleDeleteVMRetry, deleteOp(lastop.StateFailed, lastop.DescVMDeletionRetry, res.ErrorText()), retry.Short, 0)
+		return x.deleteFailed(RuleDeleteVMRetry, deleteOp(lastop.StateFailed, lastop.DescVMDeletionRetry, res.ErrorText()), retry.Short, 0)
 	case class == retry.ClassUndecodable:
-		x.deleteFailed(RuleDeleteVMUndecodable, deleteOp(lastop.StateFailed, lastop.DescVMDeletionUndecodable, res.ErrorText()), retry.Long, retry.Long)
+		return x.deleteFailed(RuleDeleteVMUndecodable, deleteOp(lastop.StateFailed, lastop.DescVMDeletionUndecodable, res.ErrorText()), retry.Long, retry.Long)
 	default:
-		x.deleteFailed(RuleDeleteVMFailed, deleteOp(lastop.StateFailed, lastop.DescVMDeletionAborted, res.ErrorText()), retry.Long, retry.Long)
+		return x.deleteFailed(RuleDeleteVMFailed, deleteOp(lastop.StateFailed, lastop.DescVMDeletionAborted, res.ErrorText()), retry.Long, retry.Long)
 	}
 }
 
@@ -540,16 +554,16 @@ func (x *decider) deleteNode() {
 }
 
 // onNodeDelete decides on the outcome of the node deletion (S5d-S5g).
-func (x *decider) onNodeDelete(o *Outcome) {
+func (x *decider) onNodeDelete(o *Outcome) next {
 	switch {
 	case o.Ran >= o.OpID.Effects():
-		x.advance(RuleDeleteNodeDeleted, deleteOp(lastop.StateProcessing, lastop.DescNodeDeleted, ""), StageRemoveFinalizer, 0)
+		return x.entered(RuleDeleteNodeDeleted, deleteOp(lastop.StateProcessing, lastop.DescNodeDeleted, ""), StageRemoveFinalizer, 0)
 	case failedAt(o, 2) == 0:
-		x.deleteFailed(RuleDeleteNodeFinalizerFailed, deleteOp(lastop.StateFailed, lastop.DescNodeFinalizerFailed, o.Error), retry.Short, 0)
+		return x.deleteFailed(RuleDeleteNodeFinalizerFailed, deleteOp(lastop.StateFailed, lastop.DescNodeFinalizerFailed, o.Error), retry.Short, 0)
 	case o.Stopped == WriteNotFound:
-		x.advance(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)
+		return x.entered(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)
 	default:
-		x.deleteFailed(RuleDeleteNodeFailed, deleteOp(lastop.StateFailed, lastop.DescNodeDeleteFailed, o.Error), retry.Short, 0)
+		return x.deleteFailed(RuleDeleteNodeFailed, deleteOp(lastop.StateFailed, lastop.DescNodeDeleteFailed, o.Error), retry.Short, 0)
 	}
 }
 
@@ -575,14 +589,15 @@ func failedAt(o *Outcome, tail int) int {
 
 // onVolumesDetaching decides after the deletion of the volume attachments:
 // they go asynchronously; look again after Short (S3d).
-func (x *decider) onVolumesDetaching(*Outcome) {
+func (x *decider) onVolumesDetaching(*Outcome) next {
 	x.rule(RuleDeleteVolumesWait)
 	x.requeue(retry.Short)
+	return done
 }
 
 // onFinalizerRemoved decides on the outcome of the finalizer's removal: the
 // machine is gone once it ran.
-func (x *decider) onFinalizerRemoved(o *Outcome) {
+func (x *decider) onFinalizerRemoved(o *Outcome) next {
 	switch {
 	case o.Ran >= o.OpID.Effects():
 		x.rule(RuleDeleteDone)
@@ -594,4 +609,5 @@ func (x *decider) onFinalizerRemoved(o *Outcome) {
 		x.rule(RuleWriteFailed)
 		x.requeue(retry.Short)
 	}
+	return done
 }

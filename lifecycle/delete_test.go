@@ -337,6 +337,60 @@ func TestDeviationDeletionDuringCreationKeepsTheInstance(t *testing.T) {
 	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
 }
 
+// An answer to another flow's call that comes back after deletion was
+// requested ends that flow: a failed CreateMachine does not put the
+// machine into CrashLoopBackOff with a backoff before deletion; deletion
+// begins in the same decision.
+func TestDeletionEndsACreationWhoseCallFailed(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	ds := run(t, cfg, in, notFound)
+	in = then(in, ds[1], fail(driverapi.Internal, "boom"))
+	in.Object.DeletionTime = in.Now
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	require.Equal(t, phase.Terminating, d.Status.Phase)
+	require.Zero(t, d.Status.Failures.Create, "the failed creation is not counted")
+	require.Zero(t, d.Status.RetryAfter)
+	require.Equal(t, retry.Short, d.Period)
+}
+
+// A CreateMachine that answers, after deletion was requested, with an
+// instance on a stale node object records the instance as stale (without
+// the node's name, which is another instance's) and begins deletion, which
+// deletes the instance by its providerID and leaves the node alone.
+func TestDeletionRecordsAStaleInstanceCreatedMeanwhile(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	old := lifecycle.Node{Name: "old-node", ProviderID: "fake:///eu-1/vm-0"}
+	ds := run(t, cfg, in, notFound)
+	in = thenCreated(in, ds[1], ok(providerID, "old-node"), old)
+	in.Object.DeletionTime = in.Now
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteBegins, d.Rule)
+	require.Equal(t, providerID, d.Status.ProviderID)
+	require.True(t, d.Status.Flags.Has(lifecycle.FlagStaleInstance))
+	require.Empty(t, d.Status.NodeName)
+}
+
+// A deletion step's outcome goes on with deletion as a pass would: when
+// the class became unavailable meanwhile, deletion holds at the class
+// check (X0) rather than going on to the next stage's effects.
+func TestDeletionOutcomeHoldsAtTheClassCheck(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := terminating(lifecycle.StageDeleteVM, lifecycle.FlagDrainSucceeded, lastop.DescDrainSucceeded)()
+	d := step(t, cfg, in)
+	require.Equal(t, driverapi.MethodDelete, d.Call.Method)
+	in = then(in, d, driverapi.Result{})
+	in.Problem = lifecycle.ProblemClassUnavailable
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleDeleteVMDeleted, d.Rule, "the outcome's row")
+	require.Equal(t, lifecycle.StageDeleteNode, d.Status.Stage)
+	require.True(t, d.Status.Flags.Has(lifecycle.FlagTerminated))
+	require.Zero(t, d.Effects.Len(), "no node deletion before the class is back")
+	require.Equal(t, retry.Long, d.Period)
+}
+
 // A machine deleted before any instance was recorded may share its name
 // with an earlier machine whose instance still runs: that instance's node
 // carries the name's machine-name label and its own providerID. The

@@ -292,18 +292,13 @@ func (x *decider) unhealthy() {
 // machine. A definite answer (the instance exists, is gone, or is not
 // initialized) confirms the failure and goes into LastOperation; a provider
 // that cannot answer does not let the machine be marked Failed now.
-func (x *decider) onConfirm(res *driverapi.Result) {
-	if x.deleting() {
-		x.delete()
-		return
-	}
+func (x *decider) onConfirm(res *driverapi.Result) next {
 	st := x.st
 	if n := x.node(); n != nil && x.healthy(n.Conditions) && st.Phase == phase.Unknown &&
 		st.ProviderID != "" && !st.Stage.ofCreation() {
 		// Recovered while the provider was asked (H3 applies to Unknown
 		// only, and only with a recorded, initialized instance).
-		x.health()
-		return
+		return then(nextHealth, RuleNone)
 	}
 	code, class := x.classify(res)
 	switch {
@@ -330,4 +325,5 @@ func (x *decider) onConfirm(res *driverapi.Result) {
 		x.backoff(x.cfg.Retry.Period(class), st.Failures.Health)
 		x.retryLater()
 	}
+	return done
 }

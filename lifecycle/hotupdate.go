@@ -65,12 +65,8 @@ func (x *decider) hotUpdate() bool {
 }
 
 // onUpdate decides on UpdateMachine's answer. Deletion abandons an update in
-// flight.
-func (x *decider) onUpdate(res *driverapi.Result) {
-	if x.deleting() {
-		x.delete()
-		return
-	}
+// flight (absorb).
+func (x *decider) onUpdate(res *driverapi.Result) next {
 	st, o := x.st, &x.in.Object
 	code, class := x.classify(res)
 	switch {
@@ -86,7 +82,7 @@ func (x *decider) onUpdate(res *driverapi.Result) {
 		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateSuccessful, Desc: lastop.DescHotUpdateApplied})
 		x.event(RuleUpdateApplied, false)
 		x.resync()
-		x.metadata()
+		return then(nextMetadata, RuleUpdateApplied)
 	case code == driverapi.Unimplemented, code == driverapi.FailedPrecondition:
 		x.pin(RuleUpdateNeedsReplacement)
 		set(x, &st.Flags, st.Flags|FlagNeedsReplacement)
@@ -97,7 +93,7 @@ func (x *decider) onUpdate(res *driverapi.Result) {
 			ErrorCode: code.String(), Detail: boundDetail(res.ErrorText())})
 		x.event(RuleUpdateNeedsReplacement, true)
 		x.resync()
-		x.metadata()
+		return then(nextMetadata, RuleUpdateNeedsReplacement)
 	default:
 		period := x.cfg.Retry.Period(class)
 		if class == retry.ClassUndecodable {
@@ -110,6 +106,7 @@ func (x *decider) onUpdate(res *driverapi.Result) {
 		x.backoff(period, st.Failures.Update)
 		x.retryLater()
 	}
+	return done
 }
 
 // soonest shortens the requeue to d when d comes sooner.

@@ -160,11 +160,7 @@ func (x *decider) manage(toSet map[string]string) {
 
 // onPatch decides on UpdateMetadata's answer: whatever it is, the instance
 // is asked what it now carries.
-func (x *decider) onPatch(res *driverapi.Result) {
-	if x.deleting() {
-		x.delete()
-		return
-	}
+func (x *decider) onPatch(res *driverapi.Result) next {
 	if res.OK() {
 		x.pin(RuleMetadataPatched)
 	} else {
@@ -173,19 +169,15 @@ func (x *decider) onPatch(res *driverapi.Result) {
 	}
 	x.resync()
 	if !res.OK() && x.metadataHold() {
-		return
+		return done
 	}
-	x.observe()
+	return then(nextObserve, RuleNone)
 }
 
 // onObserve decides on GetMachineStatus's answer about a Running machine's
 // instance: the observation is recorded, and the metadata patched again
 // (after backoff) while any key still differs.
-func (x *decider) onObserve(res *driverapi.Result) {
-	if x.deleting() {
-		x.delete()
-		return
-	}
+func (x *decider) onObserve(res *driverapi.Result) next {
 	st := x.st
 	code, _ := x.classify(res)
 	if code != driverapi.OK && code != driverapi.Uninitialized {
@@ -196,7 +188,7 @@ func (x *decider) onObserve(res *driverapi.Result) {
 		set(x, &st.MetadataSince, x.now)
 		x.resync()
 		x.metadataHold()
-		return
+		return done
 	}
 	patched := st.Flags.Has(FlagMetadataUnverified) // a patch awaited this observation
 	set(x, &st.Flags, st.Flags&^FlagMetadataUnverified)
@@ -220,7 +212,7 @@ func (x *decider) onObserve(res *driverapi.Result) {
 			x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateSuccessful, Desc: lastop.DescMetadataSynced})
 		}
 		set(x, &st.Failures.Metadata, 0)
-		return
+		return done
 	}
 	x.pin(RuleMetadataDiffers)
 	if patched {
@@ -228,9 +220,9 @@ func (x *decider) onObserve(res *driverapi.Result) {
 		set(x, &st.Failures.Metadata, bump(st.Failures.Metadata))
 	}
 	if x.metadataHold() {
-		return
+		return done
 	}
-	x.patch()
+	return then(nextPatch, RuleNone)
 }
 
 // recordObservation records what GetMachineStatus reported of the

@@ -62,42 +62,43 @@ const (
 )
 
 // handle runs the handler h on the driver's answer res, or on the outcome o
-// of an op of API writes.
-func (x *decider) handle(h handler, res *driverapi.Result, o *Outcome) {
+// of an op of API writes, and returns what the decision goes on with.
+func (x *decider) handle(h handler, res *driverapi.Result, o *Outcome) next {
 	switch h {
 	case handleConfirm:
-		x.onConfirm(res)
+		return x.onConfirm(res)
 	case handleCreate:
-		x.onCreate(res)
+		return x.onCreate(res)
 	case handleDeleteLookup:
-		x.onDeleteLookup(res)
+		return x.onDeleteLookup(res)
 	case handleDeleteVM:
-		x.onDeleteVM(res)
+		return x.onDeleteVM(res)
 	case handleForeignDelete:
-		x.onForeignDelete(res)
+		return x.onForeignDelete(res)
 	case handleInitialize:
-		x.onInitialize(res)
+		return x.onInitialize(res)
 	case handleLookup:
-		x.onLookup(res)
+		return x.onLookup(res)
 	case handleObserve:
-		x.onObserve(res)
+		return x.onObserve(res)
 	case handlePatch:
-		x.onPatch(res)
+		return x.onPatch(res)
 	case handleStaleDelete:
-		x.onStaleDelete(res)
+		return x.onStaleDelete(res)
 	case handleTimeoutLookup:
-		x.onTimeoutLookup(res)
+		return x.onTimeoutLookup(res)
 	case handleUpdate:
-		x.onUpdate(res)
+		return x.onUpdate(res)
 	case handleDrain:
-		x.onDrain(o)
+		return x.onDrain(o)
 	case handleFinalizerRemoved:
-		x.onFinalizerRemoved(o)
+		return x.onFinalizerRemoved(o)
 	case handleNodeDelete:
-		x.onNodeDelete(o)
+		return x.onNodeDelete(o)
 	case handleVolumesDetaching:
-		x.onVolumesDetaching(o)
+		return x.onVolumesDetaching(o)
 	}
+	return fresh
 }
 
 // ruleSpecs is the table of every rule, indexed by Rule. It is read-only:

@@ -124,9 +124,11 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	default:
 		x.flowed = true
 		x.clampStamps()
-		if in.Outcome == nil || !x.outcome() {
-			x.dispatch()
+		n := fresh
+		if in.Outcome != nil {
+			n = x.absorb()
 		}
+		x.dispatch(n)
 	}
 
 	x.seal()
@@ -199,30 +201,30 @@ type decider struct {
 	pre *derived
 }
 
-// outcome consumes Input.Outcome, which is not nil. It reports whether it
-// decided; when it did not, the caller decides afresh.
-func (x *decider) outcome() bool {
+// absorb consumes Input.Outcome, which is not nil: it records what the
+// outcome proves, names the row, and returns what the decision goes on
+// with.
+func (x *decider) absorb() next {
 	o := x.in.Outcome
 	switch o.Persist {
 	case WriteOK:
 	case WriteConflict:
 		x.rule(RulePersistConflict)
 		x.requeue(retry.Conflict)
-		return true
+		return done
 	default:
 		x.rule(RulePersistFailed)
 		x.requeue(retry.Short)
-		return true
+		return done
 	}
 	spec, ok := x.matchOutcome(o)
 	if !ok {
-		return false
+		return fresh
 	}
 	if spec.handlesWrites() {
 		// An op of API writes whose outcome, complete or not, its handler
 		// decides on (matchOutcome refused a driver answer to it).
-		x.handle(spec.handler, nil, o)
-		return true
+		return x.handle(spec.handler, nil, o)
 	}
 	if o.Ran < o.OpID.Effects() {
 		if o.Stopped == WriteConflict {
@@ -232,14 +234,21 @@ func (x *decider) outcome() bool {
 			x.rule(RuleWriteFailed)
 			x.requeue(retry.Short)
 		}
-		return true
+		return done
 	}
 	res := &o.Result
 	if res.Method == driverapi.MethodNone {
 		// The effects are done, and the next decision is made afresh from
 		// the world they changed (node and token writes are not repeated
 		// within the pass: see running).
-		return false
+		return fresh
+	}
+	if x.deleting() && spec.stage == StageNone {
+		// Deletion was requested while another flow's driver call ran:
+		// that flow is over, and its answer counts only for the instance
+		// it names, which deletion then deletes.
+		x.recordForDeletion(res)
+		return fresh
 	}
 	if x.in.Observer.Degraded && !x.deleting() {
 		// The observer turned degraded while the driver was asked: nothing
@@ -247,10 +256,35 @@ func (x *decider) outcome() bool {
 		// recovers. The stage and any grant stay.
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
-		return true
+		return done
 	}
-	x.handle(spec.handler, res, nil)
-	return true
+	return x.handle(spec.handler, res, nil)
+}
+
+// recordForDeletion records the instance a lookup or a creation answered
+// with after deletion was requested, when the status records none, so
+// deletion deletes it by its providerID. One created on a stale node object
+// is recorded as such, without the node's name.
+func (x *decider) recordForDeletion(res *driverapi.Result) {
+	st := x.st
+	if st.ProviderID != "" || res.ProviderID == "" || x.foreignResult(res) {
+		return
+	}
+	switch {
+	case res.Method == driverapi.MethodGetStatus && (res.Code == driverapi.OK || res.Code == driverapi.Uninitialized):
+	case res.Method == driverapi.MethodCreate && res.Code == driverapi.OK && !res.Undecodable:
+		if x.createdOnStaleNode(res) {
+			set(x, &st.ProviderID, res.ProviderID)
+			set(x, &st.Flags, st.Flags|FlagStaleInstance)
+			return
+		}
+	default:
+		return
+	}
+	set(x, &st.ProviderID, res.ProviderID)
+	if res.NodeName != "" {
+		set(x, &st.NodeName, res.NodeName)
+	}
 }
 
 // matchOutcome returns the table entry of the rule of the op the saved
@@ -346,14 +380,28 @@ func (x *decider) clampStamps() {
 	}
 }
 
-// dispatch is the top of a fresh decision (MCM's dispatch rows D1-D10,
-// doc/mcm-rows.md): finalizer, deletion, freeze, problems, then the flow of
-// the machine's phase.
-func (x *decider) dispatch() {
-	if x.deleting() {
-		x.delete()
-		return
+// dispatch decides what the machine does next: the action its outcome's
+// row leads to (goOn, next.go), or, for a pass without one (nextFresh), a
+// fresh decision from the status: deletion, then the rest of MCM's dispatch
+// rows (decideFresh).
+func (x *decider) dispatch(n next) {
+	switch n.action() {
+	case nextDone:
+	case nextFresh:
+		if x.deleting() {
+			x.delete()
+			return
+		}
+		x.decideFresh()
+	default:
+		x.goOn(n)
 	}
+}
+
+// decideFresh is the top of a fresh decision for a machine not being
+// deleted (MCM's dispatch rows D1-D10, doc/mcm-rows.md): freeze, problems,
+// then the flow of the machine's phase.
+func (x *decider) decideFresh() {
 	if x.in.Observer.Degraded {
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
