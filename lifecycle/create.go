@@ -294,8 +294,7 @@ func (x *decider) onForeignDelete(res *driverapi.Result) next {
 	}
 	x.rule(RuleCreateForeignInstance)
 	set(x, &x.st.Failures.Create, bump(x.st.Failures.Create))
-	x.backoff(x.cfg.Retry.Period(class), x.st.Failures.Create)
-	x.retryLater()
+	x.retryLater(x.backoff(x.cfg.Retry.Period(class), x.st.Failures.Create))
 	return done
 }
 
@@ -471,8 +470,7 @@ func (x *decider) onStaleDelete(res *driverapi.Result) next {
 	}
 	x.rule(RuleCreateStaleNode)
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
-	x.backoff(x.cfg.Retry.Period(class), st.Failures.Create)
-	x.retryLater()
+	x.retryLater(x.backoff(x.cfg.Retry.Period(class), st.Failures.Create))
 	return done
 }
 
@@ -572,8 +570,7 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	if !x.inCreation() {
 		// A machine past creation that looked its instance up keeps its
 		// phase; the lookup is retried after backoff.
-		x.backoff(period, st.Failures.Create)
-		x.retryLater()
+		x.retryLater(x.backoff(period, st.Failures.Create))
 		return
 	}
 	if x.creationExpired() {
@@ -585,6 +582,5 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 	} else if !x.become(phase.CrashLoopBackOff, x.d.Rule, &op) {
 		return
 	}
-	x.backoff(period, st.Failures.Create)
-	x.retryLater()
+	x.retryLater(x.backoff(period, st.Failures.Create))
 }

@@ -38,24 +38,42 @@ func (x *decider) act(r Rule) {
 
 func (x *decider) anomaly(a Anomalies) { x.d.Anomalies |= a }
 
-// requeue sets the requeue to an exact period.
-func (x *decider) requeue(period time.Duration) {
-	x.d.Period, x.d.Requeue = period, period
+// The requeue is the earliest wake-up any part of the decision asks for:
+// each asks with wake (or one of the helpers below), and the seal writes
+// the earliest into the decision, with the period it was derived from.
+
+// wake asks to be stepped again after delay, which derives from period
+// (the same, or period with backoff or jitter); the earliest ask wins. A
+// delay that is not positive asks nothing.
+func (x *decider) wake(delay, period time.Duration) {
+	if delay > 0 && (x.wakeIn == 0 || delay < x.wakeIn) {
+		x.wakeIn, x.wakePeriod = delay, period
+	}
 }
 
-// backoff sets the requeue after the n-th consecutive failure of a sub-flow
-// whose base period is base: exactly base for the first failure, then
-// bounded exponential backoff with the machine's deterministic jitter.
-func (x *decider) backoff(base time.Duration, failures uint8) {
-	x.d.Period = base
-	x.d.Requeue = x.cfg.Retry.Backoff(base, 0, uint32(failures), x.in.Object.UID)
+// requeue asks to be stepped again after exactly period.
+func (x *decider) requeue(period time.Duration) { x.wake(period, period) }
+
+// backoff asks to be stepped again after the n-th consecutive failure of a
+// sub-flow whose base period is base: exactly base for the first failure,
+// then bounded exponential backoff with the machine's deterministic jitter.
+// It returns the delay, which the failure's retry time records
+// (retryLater).
+func (x *decider) backoff(base time.Duration, failures uint8) time.Duration {
+	return x.backoffTo(base, 0, failures)
 }
 
-// resync sets the Long requeue of a machine with nothing to do, spread by
-// the machine's deterministic jitter so a fleet does not resync at once.
+// backoffTo is backoff bounded by limit (0 for the retry policy's bound).
+func (x *decider) backoffTo(base, limit time.Duration, failures uint8) time.Duration {
+	delay := x.cfg.Retry.Backoff(base, limit, uint32(failures), x.in.Object.UID)
+	x.wake(delay, base)
+	return delay
+}
+
+// resync asks for the Long requeue of a machine with nothing to do, spread
+// by the machine's deterministic jitter so a fleet does not resync at once.
 func (x *decider) resync() {
-	x.d.Period = retry.Long
-	x.d.Requeue = retry.Resync(x.in.Object.UID, x.cfg.Retry.JitterPercent)
+	x.wake(retry.Resync(x.in.Object.UID, x.cfg.Retry.JitterPercent), retry.Long)
 }
 
 // put appends an effect of kind k and returns it, for the caller to set
@@ -217,9 +235,10 @@ func (x *decider) maxBackoff() time.Duration {
 	return 2 * m
 }
 
-// retryLater records a failure's retry time from the requeue just set.
-func (x *decider) retryLater() {
-	set(x, &x.st.RetryAfter, x.now.Add(x.d.Requeue))
+// retryLater records a failure's retry time, delay from now (what backoff
+// returned).
+func (x *decider) retryLater(delay time.Duration) {
+	set(x, &x.st.RetryAfter, x.now.Add(delay))
 }
 
 // node returns the observed node when it is this machine's. A node that

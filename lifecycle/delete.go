@@ -185,9 +185,7 @@ func (x *decider) deleteFailed(r Rule, op lastop.Operation, period, limit time.D
 	st := x.st
 	set(x, &st.Failures.Delete, bump(st.Failures.Delete))
 	x.setOp(op)
-	x.d.Period = period
-	x.d.Requeue = x.cfg.Retry.Backoff(period, limit, uint32(st.Failures.Delete), x.in.Object.UID)
-	x.retryLater()
+	x.retryLater(x.backoffTo(period, limit, st.Failures.Delete))
 	return done
 }
 

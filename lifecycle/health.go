@@ -275,8 +275,7 @@ func (x *decider) unhealthy() {
 			// changes, see Limit).
 			x.rule(RuleHealthAwaitGrant)
 			deadline := x.deadlineBase(st.PhaseSince).Add(timeout)
-			x.d.Period = retry.Short
-			x.d.Requeue = min(max(x.now.Sub(deadline)/2, retry.Short), retry.Medium)
+			x.wake(min(max(x.now.Sub(deadline)/2, retry.Short), retry.Medium), retry.Short)
 			return
 		}
 		// The grant is recorded before the provider is asked, so the
@@ -322,8 +321,7 @@ func (x *decider) onConfirm(res *driverapi.Result) next {
 	default:
 		x.pin(RuleHealthConfirmFailed)
 		set(x, &st.Failures.Health, bump(st.Failures.Health))
-		x.backoff(x.cfg.Retry.Period(class), st.Failures.Health)
-		x.retryLater()
+		x.retryLater(x.backoff(x.cfg.Retry.Period(class), st.Failures.Health))
 	}
 	return done
 }

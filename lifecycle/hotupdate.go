@@ -1,8 +1,6 @@
 package lifecycle
 
 import (
-	"time"
-
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/phase"
@@ -55,7 +53,7 @@ func (x *decider) hotUpdate() bool {
 	}
 	if at := st.RetryAfter; at > x.now && at.Sub(x.now) <= x.maxBackoff() {
 		// A failed update waits for its retry time; metadata may go on.
-		x.soonest(at.Sub(x.now))
+		x.requeue(at.Sub(x.now))
 		return false
 	}
 	x.act(RuleUpdate)
@@ -103,16 +101,7 @@ func (x *decider) onUpdate(res *driverapi.Result) next {
 		set(x, &st.Failures.Update, bump(st.Failures.Update))
 		x.setOp(lastop.Operation{Type: lastop.TypeUpdate, State: lastop.StateFailed, Desc: lastop.DescHotUpdateFailed,
 			ErrorCode: code.String(), Detail: boundDetail(res.ErrorText())})
-		x.backoff(period, st.Failures.Update)
-		x.retryLater()
+		x.retryLater(x.backoff(period, st.Failures.Update))
 	}
 	return done
-}
-
-// soonest shortens the requeue to d when d comes sooner.
-func (x *decider) soonest(d time.Duration) {
-	if d > 0 && (x.d.Requeue <= 0 || d < x.d.Requeue) {
-		x.d.Requeue = d
-		x.d.Period = d
-	}
 }

@@ -153,3 +153,19 @@ func TestHotUpdateAfterHealth(t *testing.T) {
 	require.Equal(t, phase.Unknown, d.Status.Phase)
 	require.NotEqual(t, driverapi.MethodUpdate, d.Call.Method)
 }
+
+// A decision's requeue is the earliest wake-up any of its parts asks for:
+// a failed update that waits for its retry time while the metadata is
+// observed asks to be stepped at the retry time, which the observation's
+// Short period does not push back.
+func TestHotUpdateRetryTimeHoldsTheRequeueWhileMetadataGoesOn(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := updatingInput()
+	in.Status.Failures.Update = 1
+	in.Status.RetryAfter = lifecycle.StampOf(in.Now.Add(400 * time.Millisecond))
+	in.Status.MetadataObserved = lifecycle.StampOf(in.Now.Add(-2 * retry.Long))
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleMetadataObserve, d.Rule)
+	require.Equal(t, driverapi.MethodGetStatus, d.Call.Method)
+	require.Equal(t, 400*time.Millisecond, d.Requeue)
+}

@@ -53,7 +53,7 @@ func (x *decider) metadataHold() bool {
 	if at <= x.now || at.Sub(x.now) > x.maxBackoff() {
 		return false
 	}
-	x.soonest(at.Sub(x.now))
+	x.requeue(at.Sub(x.now))
 	return true
 }
 

@@ -158,14 +158,15 @@ func (x *decider) seal() {
 	if x.gone {
 		return
 	}
-	if d.Requeue <= 0 {
+	if x.wakeIn <= 0 {
 		// Every pass ends with a positive requeue; a path that forgot one
 		// gets the short period rather than being forgotten.
-		d.Requeue, d.Period = retry.Short, retry.Short
+		x.requeue(retry.Short)
 	}
 	if x.flowed && !waitsForNothing(st.Phase, x.deleted != 0, st.RetryAfter, x.now, x.in.Observer.Degraded, x.in.Problem) {
 		x.decideWait()
 	}
+	d.Requeue, d.Period = x.wakeIn, x.wakePeriod
 }
 
 // decider holds one step's inputs and the decision being built. Every
@@ -188,6 +189,9 @@ type decider struct {
 	// opRule is the rule whose effects the decision carries; the outcome
 	// that reports them is handled by it.
 	opRule Rule
+	// wakeIn is the earliest requeue the decision asked for (0: none yet),
+	// wakePeriod the period it derives from (see wake).
+	wakeIn, wakePeriod time.Duration
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
 	// phaseBefore is the machine's phase when the step began.

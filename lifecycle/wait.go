@@ -192,8 +192,6 @@ func (x *decider) decideWait() {
 		}
 	}
 	if at > x.now {
-		if left := at.Sub(x.now); left < x.d.Requeue {
-			x.d.Requeue, x.d.Period = left, left
-		}
+		x.requeue(at.Sub(x.now))
 	}
 }
