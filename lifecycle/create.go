@@ -127,7 +127,7 @@ func (x *decider) creationExpired() bool {
 // kept: an instance never initialized stays so, and never becomes Running.
 func (x *decider) createTimeout() {
 	x.rule(RuleCreateTimeout)
-	x.fail(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
+	x.fail(RuleCreateTimeout, lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
 		Desc: lastop.DescCreateTimeout, Elapsed: x.cfg.creationTimeout(&x.in.Object)})
 }
 
@@ -146,10 +146,10 @@ func (x *decider) onTimeoutLookup(res *driverapi.Result) next {
 	return done
 }
 
-// fail moves the machine to Failed with op, where it waits for its owner
-// to replace it.
-func (x *decider) fail(op lastop.Operation) {
-	x.become(phase.Failed, x.d.Rule, &op)
+// fail moves the machine to Failed by rule r with op, where it waits for
+// its owner to replace it.
+func (x *decider) fail(r Rule, op lastop.Operation) {
+	x.become(phase.Failed, r, &op)
 	x.resync()
 }
 
@@ -501,7 +501,7 @@ func (x *decider) onInitialize(res *driverapi.Result) next {
 		// B5: CrashLoopBackOff (Failed past the creation timeout); the stage
 		// stays Initializing, so the next pass initializes again.
 		x.rule(RuleCreateInitFailed)
-		x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
+		x.failedAttempt(RuleCreateInitFailed, lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
 			Desc: lastop.DescInitFailed, ErrorCode: code.String(), Detail: res.ErrorText()}, retry.Short)
 	}
 	return done
@@ -550,7 +550,7 @@ func (x *decider) createError(rule Rule, res *driverapi.Result, code driverapi.C
 		// code Unknown, as MCM's A4.
 		period = retry.Medium
 	}
-	x.failedAttempt(lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
+	x.failedAttempt(rule, lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed,
 		Desc: lastop.DescCloudProviderError, ErrorCode: code.String(), Detail: res.ErrorText()}, period)
 }
 
@@ -560,10 +560,10 @@ func (x *decider) createSucceeded() {
 	set(x, &x.st.RetryAfter, 0)
 }
 
-// failedAttempt records a failed creation step: CrashLoopBackOff before the
-// creation timeout, Failed after it (MCM's getCreateFailurePhase), with
-// backoff from the second consecutive failure.
-func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
+// failedAttempt records a failed creation step of rule r: CrashLoopBackOff
+// before the creation timeout, Failed after it (MCM's
+// getCreateFailurePhase), with backoff from the second consecutive failure.
+func (x *decider) failedAttempt(r Rule, op lastop.Operation, period time.Duration) {
 	op.Detail = boundDetail(op.Detail) // the provider's message
 	st := x.st
 	set(x, &st.Failures.Create, bump(st.Failures.Create))
@@ -574,12 +574,12 @@ func (x *decider) failedAttempt(op lastop.Operation, period time.Duration) {
 		return
 	}
 	if x.creationExpired() {
-		x.fail(op)
+		x.fail(r, op)
 		return
 	}
 	if st.Phase == phase.CrashLoopBackOff {
 		x.setOp(op)
-	} else if !x.become(phase.CrashLoopBackOff, x.d.Rule, &op) {
+	} else if !x.become(phase.CrashLoopBackOff, r, &op) {
 		return
 	}
 	x.retryLater(x.backoff(period, st.Failures.Create))

@@ -15,7 +15,7 @@ import (
 
 // rule names the rule that decided, unless an outcome's row was pinned.
 func (x *decider) rule(r Rule) {
-	if !x.pinned {
+	if x.row == RuleNone {
 		x.d.Rule = r
 	}
 }
@@ -24,9 +24,9 @@ func (x *decider) rule(r Rule) {
 // next stages, whose rules then only name the op (act). The first pin of a
 // decision wins.
 func (x *decider) pin(r Rule) {
-	if !x.pinned {
+	if x.row == RuleNone {
 		x.d.Rule = r
-		x.pinned = true
+		x.row = r
 	}
 }
 

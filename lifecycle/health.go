@@ -25,6 +25,7 @@ func (x *decider) health() {
 		return
 	}
 	n := x.node()
+	named := RuleNone // the rule health named so far
 	if st := x.st; n != nil {
 		if st.NodeName == "" && n.ProviderID == st.ProviderID && st.ProviderID != "" {
 			// The status names the instance but not its node (a machine
@@ -39,16 +40,21 @@ func (x *decider) health() {
 			// input's read-only slice).
 			st.Conditions = n.Conditions
 			x.changed = true
-			x.rule(RuleHealthConditions)
+			named = RuleHealthConditions
+			x.rule(named)
 		}
 	}
-	x.judgeHealth(n)
+	if r := x.judgeHealth(n); r != RuleNone {
+		named = r
+	}
 	switch x.st.Phase {
 	case phase.Running:
-		x.running(n)
-		x.upkeep()
+		if !x.running(n, named) && !x.becameRunning {
+			// The node is in line; the provider is asked next.
+			x.upkeep()
+		}
 	case phase.Pending:
-		x.pending()
+		x.pending(named)
 	case phase.Failed:
 		x.rule(RuleAwaitReplacement)
 		x.resync()
@@ -56,7 +62,7 @@ func (x *decider) health() {
 			x.dropToken() // emitted again at each pass start while it exists
 		}
 	case phase.Unknown, phase.InPlaceUpdateFailed:
-		x.unhealthy()
+		x.unhealthy(named)
 	default:
 		// MCM's node-agent in-place phases (not driven by this library yet):
 		// look again later.
@@ -67,8 +73,9 @@ func (x *decider) health() {
 
 // judgeHealth moves the machine by the health of its node n (nil when it
 // has none): to Running when healthy (H3), to Unknown when a Running
-// machine's node is unhealthy (H4) or missing (H1).
-func (x *decider) judgeHealth(n *Node) {
+// machine's node is unhealthy (H4) or missing (H1). It returns the rule of
+// the move, RuleNone when the machine stays.
+func (x *decider) judgeHealth(n *Node) Rule {
 	st := x.st
 	healthy := n != nil && x.healthy(n.Conditions)
 	switch {
@@ -79,23 +86,24 @@ func (x *decider) judgeHealth(n *Node) {
 		// H3: the node is healthy; never Running without a recorded
 		// instance that was initialized (the startup taint stays on its
 		// node until then).
-		x.becomeRunning()
+		return x.becomeRunning()
 	case n != nil && !healthy && st.Phase == phase.Running:
 		// H4: the node is unhealthy.
-		x.becomeUnknown(RuleHealthUnhealthy, lastop.DescUnhealthy)
+		return x.becomeUnknown(RuleHealthUnhealthy, lastop.DescUnhealthy)
 	case n == nil && st.Phase == phase.Running:
 		// H1: the node went missing. MCM asks for a mirrored condition
 		// first and leaves a Running machine without one Running forever;
 		// no node is no evidence of health either.
-		x.becomeUnknown(RuleHealthNodeMissing, lastop.DescNodeMissing)
+		return x.becomeUnknown(RuleHealthNodeMissing, lastop.DescNodeMissing)
 	}
+	return RuleNone
 }
 
 // becomeRunning makes the machine Running on its healthy node. The first
 // join completes the creation (LastOperation Create Successful with the
 // join time); any later one is a re-join. A replacement grant or a failed
-// confirmation ends with the recovery.
-func (x *decider) becomeRunning() {
+// confirmation ends with the recovery. It returns the rule of the join.
+func (x *decider) becomeRunning() Rule {
 	st := x.st
 	from := st.Phase
 	r, op := RuleHealthRejoined, lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateSuccessful, Desc: lastop.DescRejoined}
@@ -105,19 +113,21 @@ func (x *decider) becomeRunning() {
 	}
 	x.rule(r)
 	if !x.become(phase.Running, r, &op) {
-		return
+		return r
 	}
 	x.becameRunning = from != phase.Running
 	set(x, &st.Flags, st.Flags&^FlagGranted)
 	set(x, &st.Failures.Health, 0)
 	set(x, &st.RetryAfter, 0)
+	return r
 }
 
 // becomeUnknown makes a Running machine Unknown by rule r, with the
-// LastOperation description desc and a warning event.
-func (x *decider) becomeUnknown(r Rule, desc lastop.Desc) {
+// LastOperation description desc and a warning event. It returns r.
+func (x *decider) becomeUnknown(r Rule, desc lastop.Desc) Rule {
 	x.rule(r)
 	x.become(phase.Unknown, r, &lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: desc})
+	return r
 }
 
 // healthy is MCM's isHealthy, asking for evidence: a node whose Ready
@@ -178,9 +188,10 @@ func sameConditions(a, b []Condition) bool {
 // running brings the node of a Running machine in line: the startup taint
 // removed, the bootstrap token deleted, the machine-name label set. Each is
 // emitted again while the observation still shows it, so a crash loses none.
-// n is the machine's node as health found it, or nil.
-func (x *decider) running(n *Node) {
-	if x.d.Rule == RuleNone {
+// n is the machine's node as health found it, or nil; named the rule health
+// named so far. It reports whether it emitted a write.
+func (x *decider) running(n *Node, named Rule) bool {
+	if named == RuleNone {
 		x.rule(RuleHealthy)
 	}
 	x.resync()
@@ -189,45 +200,42 @@ func (x *decider) running(n *Node) {
 		// after they ran, the shell's caches may not show them yet, and they
 		// must not be repeated step after step. A pass starts without an
 		// outcome and emits them again while the observation shows them.
-		return
+		return false
 	}
-	before := x.d.Effects.Len()
+	wrote := false
 	if n != nil {
 		if n.Taints.Has(InstanceNotReady) {
 			x.nodeEffect(KindRemoveTaint, n.Name, TaintInstanceNotReady, "")
+			wrote = true
 		}
 		if n.MachineName != x.in.Object.Name {
 			x.nodeEffect(KindLabelNode, n.Name, MachineNameLabel, x.in.Object.Name)
+			wrote = true
 		}
 	}
 	if x.in.TokenExists {
 		x.put(KindDeleteBootstrapToken).Value = x.in.Object.Name
+		wrote = true
 	}
-	if x.d.Effects.Len() != before {
-		x.nodeWritesRule()
-	}
-}
-
-// nodeWritesRule names the node writes (rule health.sync) as the rule of a
-// healthy pass that emitted node or token writes.
-func (x *decider) nodeWritesRule() {
-	if x.d.Rule == RuleHealthy || x.d.Rule == RuleHealthConditions {
+	if wrote && (named == RuleNone || named == RuleHealthConditions) {
+		// A healthy pass that writes to the node is named by the writes.
 		x.rule(RuleHealthSync)
 	}
+	return wrote
 }
 
 // pending waits for the node of a Pending machine until the creation
 // timeout, then fails it (H7, H11).
-func (x *decider) pending() {
+func (x *decider) pending(named Rule) {
 	o := &x.in.Object
 	timeout := x.cfg.creationTimeout(o)
 	if x.creationExpired() {
 		x.rule(RuleHealthJoinTimeout)
 		op := x.st.LastOp
-		x.fail(lastop.Operation{Type: op.Type, State: lastop.StateFailed, Desc: lastop.DescJoinTimeout, Elapsed: timeout})
+		x.fail(RuleHealthJoinTimeout, lastop.Operation{Type: op.Type, State: lastop.StateFailed, Desc: lastop.DescJoinTimeout, Elapsed: timeout})
 		return
 	}
-	if x.d.Rule == RuleNone {
+	if named == RuleNone {
 		x.rule(RuleHealthWaitJoin)
 	}
 	x.requeue(x.cfg.WaitCheck) // or sooner: the seal requeues by the deadline
@@ -238,9 +246,9 @@ func (x *decider) pending() {
 // machine disables the timeout (H10), ask the fleet limiter's grant (T1-T4)
 // and then the provider, which MCM never asks, before marking it Failed (H9,
 // T4).
-func (x *decider) unhealthy() {
+func (x *decider) unhealthy(named Rule) {
 	st, o := x.st, &x.in.Object
-	if x.d.Rule == RuleNone {
+	if named == RuleNone {
 		x.rule(RuleHealthWaitUnknown)
 	}
 	timeout := x.cfg.healthTimeout(o)
@@ -263,7 +271,7 @@ func (x *decider) unhealthy() {
 	// this decision just set (create.instance-missing: the provider has no
 	// instance) must not hold it: that lookup is renewed every Long period,
 	// so the confirmation would never be asked.
-	if x.d.Rule != RuleCreateInstanceMissing && x.holdRetry(RuleHealthConfirmFailed) {
+	if x.row != RuleCreateInstanceMissing && x.holdRetry(RuleHealthConfirmFailed) {
 		return
 	}
 	if !st.Flags.Has(FlagGranted) {
@@ -316,7 +324,7 @@ func (x *decider) onConfirm(res *driverapi.Result) next {
 		set(x, &st.Flags, st.Flags&^FlagGranted)
 		set(x, &st.Failures.Health, 0)
 		set(x, &st.RetryAfter, 0)
-		x.fail(lastop.Operation{Type: st.LastOp.Type, State: lastop.StateFailed, Desc: lastop.DescHealthConfirmed,
+		x.fail(RuleHealthTimeout, lastop.Operation{Type: st.LastOp.Type, State: lastop.StateFailed, Desc: lastop.DescHealthConfirmed,
 			ErrorCode: errCode, Detail: detail, Elapsed: x.cfg.healthTimeout(&x.in.Object)})
 	default:
 		x.pin(RuleHealthConfirmFailed)

@@ -212,3 +212,18 @@ func TestScenarioUnknownToFailedUnderTheLimiter(t *testing.T) {
 	require.Equal(t, phase.Failed, db.Status.Phase)
 	require.Equal(t, "NotFound", db.Status.LastOp.ErrorCode)
 }
+
+// A Pending machine adopted without its instance in the status (the
+// identity recorded from spec.providerID in the same decision) that is
+// past its creation timeout fails with the join timeout's event, not with
+// the adoption's rule, which has no event reason.
+func TestAdoptedPendingMachinePastItsTimeoutFailsWithTheJoinTimeoutEvent(t *testing.T) {
+	in := withIdentity(newInput(), phase.Pending)
+	in.Status.ProviderID, in.Status.NodeName = "", ""
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+	in.Now = t0.Add(20*time.Minute + time.Second)
+	d := step(t, lifecycle.DefaultConfig(), in)
+	require.Equal(t, phase.Failed, d.Status.Phase)
+	require.Equal(t, lifecycle.RuleCreateRecorded, d.Rule, "the adoption is the row")
+	require.Contains(t, d.Lines(), "event Warning MachineFailed (health.join-timeout)")
+}

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
-	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
 )
 
@@ -19,19 +18,10 @@ import (
 // the machine "need replacement": it keeps running at its applied generation
 // and is never replaced silently. A failed hot update never fails the machine.
 
-// upkeep runs the sub-flows of a healthy Running machine after health: hot
-// update first, then metadata. At most one of them asks the driver.
+// upkeep runs the sub-flows of a healthy Running machine whose node is in
+// line, after health: hot update first, then metadata. At most one of them
+// asks the driver.
 func (x *decider) upkeep() {
-	if x.st.Phase != phase.Running || x.d.Effects.Len() > 0 {
-		// The node is brought in line first; the provider is asked next.
-		return
-	}
-	x.upkeepInstance()
-}
-
-// upkeepInstance is upkeep once the node is in line: an update, else
-// metadata.
-func (x *decider) upkeepInstance() {
 	if x.hotUpdate() {
 		return
 	}

@@ -183,9 +183,10 @@ type decider struct {
 	now     Stamp
 	changed bool
 	gone    bool
-	// pinned: d.Rule names the row an outcome decided; rules set after it
-	// name only the action the decision goes on with (opRule).
-	pinned bool
+	// row is the row an outcome decided (pin), which names the decision;
+	// rules named after it name only the action the decision goes on with
+	// (opRule). RuleNone while no row is pinned.
+	row Rule
 	// opRule is the rule whose effects the decision carries; the outcome
 	// that reports them is handled by it.
 	opRule Rule
@@ -200,6 +201,10 @@ type decider struct {
 	badTime bool
 	// flowed: the input was valid and the flows decided.
 	flowed bool
+	// unsaved: the outcome reports that the previous decision's status or
+	// writes failed; the next decision, made from the saved status, ensures
+	// the object.
+	unsaved bool
 	// pre is derived from cfg: by Step at every step, by Config.Check once
 	// for StepInto.
 	pre *derived
@@ -215,10 +220,12 @@ func (x *decider) absorb() next {
 	case WriteConflict:
 		x.rule(RulePersistConflict)
 		x.requeue(retry.Conflict)
+		x.unsaved = true
 		return done
 	default:
 		x.rule(RulePersistFailed)
 		x.requeue(retry.Short)
+		x.unsaved = true
 		return done
 	}
 	spec, ok := x.matchOutcome(o)
@@ -238,6 +245,7 @@ func (x *decider) absorb() next {
 			x.rule(RuleWriteFailed)
 			x.requeue(retry.Short)
 		}
+		x.unsaved = true
 		return done
 	}
 	res := &o.Result
@@ -541,14 +549,7 @@ func (x *decider) creationFlow() bool {
 // but one that reports that the previous decision's status or writes
 // failed, which the next decision, made from the saved status, ensures.
 func (x *decider) ensures() bool {
-	if !x.flowed || x.deleting() {
-		return false
-	}
-	switch x.d.Rule {
-	case RulePersistConflict, RulePersistFailed, RuleWriteConflict, RuleWriteFailed:
-		return false
-	}
-	return true
+	return x.flowed && !x.deleting() && !x.unsaved
 }
 
 // objectNeeds is a set of the object ensure-effects: one bit per kind.
