@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"context"
-	"maps"
 	"testing"
 	"time"
 
@@ -170,7 +169,7 @@ func (w *machineWorld) tick(d time.Duration) {
 		return
 	}
 	for _, pid := range w.prov.OwnedBy(machineUID) {
-		i := w.prov.Instances[pid]
+		i := w.prov.At(w.prov.Lookup(pid))
 		if i.Initialized && w.now.Sub(i.Created) > 90*time.Second {
 			w.node = lifecycle.Node{Name: i.NodeName, ProviderID: pid, Taints: lifecycle.InstanceNotReady}
 			return
@@ -241,7 +240,7 @@ func TestPropertyMachineLifecycle(t *testing.T) {
 				// reclaimed): the provider answers NotFound from now on.
 				if pids := w.prov.OwnedBy(w.obj.UID); len(pids) > 0 && rapid.IntRange(0, 3).Draw(t, "really") == 0 {
 					pid := rapid.SampledFrom(pids).Draw(t, "instance")
-					delete(w.prov.Instances, pid)
+					w.prov.Remove(w.prov.Lookup(pid))
 					if w.node.ProviderID == pid {
 						w.node = lifecycle.Node{} // its kubelet went with it
 					}
@@ -283,7 +282,7 @@ func TestPropertyMachineLifecycle(t *testing.T) {
 		if !w.endState() {
 			t.Fatalf("no end state after the faults stopped: phase %s stage %s flags %b rule %v, instances %v, node %+v",
 				w.saved.Phase.Label(), w.saved.Stage, w.saved.Flags, lifecycle.Step(w.cfg, w.input()).Rule,
-				maps.Keys(w.prov.Instances), w.node)
+				w.prov, w.node)
 		}
 	})
 }

@@ -76,7 +76,7 @@ func ExampleProvider() {
 			in.Status, in.Outcome = d.Status, out
 		}
 	}
-	fmt.Printf("instances: %d, CreateMachine calls: %d\n", len(p.Instances), p.Calls[driverapi.MethodCreate])
+	fmt.Printf("instances: %d, CreateMachine calls: %d\n", len(p.Instances()), p.Calls[driverapi.MethodCreate])
 	// Output:
 	// pass 1: create.lookup
 	// pass 1: create.vm-not-found

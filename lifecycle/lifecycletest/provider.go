@@ -1,10 +1,11 @@
 package lifecycletest
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
@@ -12,242 +13,318 @@ import (
 
 // Instance is one instance of a [Provider].
 type Instance struct {
-	// ProviderID identifies the instance; MachineName, OwnerUID and Key are
-	// the name, UID and idempotency key it was created for; NodeName is the
-	// name of the node it registers.
-	ProviderID, MachineName, OwnerUID, Key, NodeName string
+	// ProviderID identifies the instance: the provider's IDPrefix followed
+	// by the instance's number (1 for the first instance it made).
+	ProviderID string
+	// NodeName is the name of the node the instance's kubelet registers:
+	// the provider's NodePrefix followed by the instance's number, unless
+	// the OnCreate hook named it otherwise.
+	NodeName string
+	// MachineName and CreatorUID are the name and UID of the machine the
+	// instance was created for; Key is the idempotency key of the
+	// CreateMachine that made it.
+	MachineName, CreatorUID, Key string
+	// OwnerUID is the owner the instance is tagged with, as GetMachineStatus
+	// and ListMachines report it: CreatorUID at first, then the UID of the
+	// last UpdateMetadata that did not drop the owner; "" when the tag is
+	// lost.
+	OwnerUID string
 	// Generation is the hot-update generation the instance is at.
 	Generation int64
-	// Metadata is the instance's metadata (the owner UID is OwnerUID).
+	// Metadata is the instance's metadata. The provider replaces the map
+	// when the metadata changes and never writes it in place, so a map it
+	// handed out stays as it was.
 	Metadata map[string]string
-	// Initialized reports that InitializeMachine succeeded.
-	Initialized bool
-	// Created is when the instance was created.
+	// Created is when the instance was made, by the provider's Now hook
+	// (zero without one).
 	Created time.Time
+	// Initialized reports that an InitializeMachine of the instance was
+	// carried out.
+	Initialized bool
+	// Deleted reports that the instance was deleted. A deleted instance
+	// keeps its place and its number: no call finds it, no listing shows
+	// it.
+	Deleted bool
+	// older is the next older instance made with the same machine name,
+	// -1 for none.
+	older int32
 }
 
-// Fault is what a [Provider] answers a call with instead of doing it.
-type Fault struct {
-	// Code is the status code to fail with; OK means no fault.
-	Code driverapi.Code
-	// Undecodable makes the error a plain text error instead.
-	Undecodable bool
-	// After makes the call take effect before it fails, as a call whose
-	// answer was lost (a timeout after the cloud acted).
-	After bool
-}
-
-// Provider is a fault-injecting in-memory cloud implementing
-// driverapi.Driver as its contract says: CreateMachine is idempotent per
-// idempotency key, GetMachineStatus reports Uninitialized with the instance
-// until InitializeMachine succeeded, and reports owner, generation and
-// metadata. Faults come from the Fault hook, metadata drops from the Drop
-// hook, times from the Now hook; nil hooks inject nothing.
+// Provider is an in-memory cloud implementing driverapi.Driver as its
+// contract says, for tests and simulations of shells and drivers:
+//
+//   - CreateMachine is idempotent per machine name and idempotency key: a
+//     repeated call returns the instance the first one made;
+//   - GetMachineStatus finds an instance by providerID, else among the
+//     instances of the machine's name by idempotency key, then by the
+//     machine's UID (the instance's creator or owner tag), then any
+//     instance of the name, as providers that find instances by a name tag
+//     do; it reports the owner tag, the generation and the metadata, and
+//     Uninitialized, with the instance, until InitializeMachine ran;
+//   - DeleteMachine, InitializeMachine, UpdateMachine and UpdateMetadata
+//     find an instance the same way but never by the name alone, and
+//     answer NotFound when there is none;
+//   - UpdateMetadata sets and removes keys and tags the instance with the
+//     machine's UID as its owner;
+//   - ListMachines lists the instances not deleted, in the order they were
+//     made, for lifecycle.Orphans.
+//
+// Faults are injected by scripted failures ([Provider.FailNext],
+// [Provider.DropNext]) and by hooks (Fault, Drop); other hooks let a
+// simulation attach its own state to the instances (OnCreate, OnInitialize,
+// OnDelete) and watch what the calls do (Log). [Provider.Invoke] answers a
+// driverapi.Call as plain data, as driverapi.Invoke would, without building
+// a request or an error: a fleet simulation calls it millions of times.
+//
+// Instances are numbered in the order they are made and keep their number
+// when deleted: [Provider.Len], [Provider.At] and the hooks address them by
+// index (the number less one). A Provider is not safe for concurrent use.
 type Provider struct {
 	driverapi.UnimplementedDriver
-	// Instances holds the instances by providerID.
-	Instances map[string]*Instance
-	// Fault, when set, is asked before every call.
+	// IDPrefix and NodePrefix start the providerIDs and node names of the
+	// instances, which end in their number. Set them before the first
+	// instance is made.
+	IDPrefix, NodePrefix string
+	// Fault, when set, decides the fault of every call that no scripted
+	// failure ([Provider.FailNext]) fails. It is asked before the call is
+	// carried out.
 	Fault func(m driverapi.Method) Fault
-	// Drop, when set, is asked for every metadata key (and "owner") an
-	// UpdateMetadata would change; true drops the change silently.
+	// Drop, when set, is asked for every metadata key an UpdateMetadata
+	// would set or remove (the keys to set in sorted order, then those to
+	// remove in their order) and for "owner", the owner tag, unless a
+	// scripted drop ([Provider.DropNext]) drops it; true drops that change
+	// silently.
 	Drop func(key string) bool
-	// Now, when set, gives creation times.
+	// Now, when set, gives the creation time of new instances.
 	Now func() time.Time
-	// Calls counts calls by method.
+	// OnCreate, when set, is called with the index of every instance made,
+	// by CreateMachine or Add, before the call answers: it may rename the
+	// instance's node or clear its owner tag, and must not keep a pointer
+	// to it past the next instance made.
+	OnCreate func(n int)
+	// OnInitialize, when set, is called with the index of the instance an
+	// InitializeMachine initialized, every time one does.
+	OnInitialize func(n int)
+	// OnDelete, when set, is called with the index of the instance a
+	// DeleteMachine or Remove deleted, after it is marked Deleted.
+	OnDelete func(n int)
+	// Log, when set, is told in a sentence what each call did ("created
+	// test:///vm-1", "scripted failure, 1 left"); a call that found no
+	// instance tells nothing.
+	Log func(note string)
+	// Calls counts the calls by method, faults included.
 	Calls [16]int
-	// Created counts instances created.
+	// Created counts the instances CreateMachine made.
 	Created int
-	seq     int
+
+	insts  []Instance
+	newest map[string]int32 // machine name -> its newest instance
+	// scripted holds the scripted failures of each method, in turn.
+	scripted [16][]scriptedFault
+	// drops holds the scripted drops of the next UpdateMetadata calls.
+	drops [][]string
+	// buf and keys are scratch: for the names of new instances, for the
+	// sorted keys of an UpdateMetadata.
+	buf  []byte
+	keys []string
 }
 
-// NewProvider returns an empty provider without faults.
-func NewProvider() *Provider { return &Provider{Instances: map[string]*Instance{}} }
+// NewProvider returns an empty provider without faults, whose providerIDs
+// are test:///vm-N and node names node-N.
+func NewProvider() *Provider {
+	return &Provider{IDPrefix: "test:///vm-", NodePrefix: "node-", newest: map[string]int32{}}
+}
 
-// OwnedBy returns the providerIDs of the instances owned by uid, sorted.
+// Len returns the number of instances the provider made, deleted ones
+// included.
+func (p *Provider) Len() int { return len(p.insts) }
+
+// At returns instance n (0 ≤ n < Len), the one numbered n+1. The pointer is
+// valid until the provider makes its next instance.
+func (p *Provider) At(n int) *Instance { return &p.insts[n] }
+
+// Lookup returns the index of the instance with that providerID, deleted or
+// not, and -1 when the provider made none.
+func (p *Provider) Lookup(providerID string) int {
+	if n := p.numbered(providerID, p.IDPrefix); n >= 0 && p.insts[n].ProviderID == providerID {
+		return n
+	}
+	return -1
+}
+
+// NodeOwner returns the index of the instance whose own node has that name,
+// the one whose number the name ends in, and -1 when there is none. An
+// instance whose node the OnCreate hook named after another's is not found
+// by that name: the node belongs to the other instance.
+func (p *Provider) NodeOwner(name string) int {
+	if n := p.numbered(name, p.NodePrefix); n >= 0 && p.insts[n].NodeName == name {
+		return n
+	}
+	return -1
+}
+
+// numbered returns the index of the instance whose number s gives, as
+// prefix followed by the number; -1 when it gives none.
+func (p *Provider) numbered(s, prefix string) int {
+	if len(s) <= len(prefix) || s[:len(prefix)] != prefix {
+		return -1
+	}
+	num := 0
+	for k := len(prefix); k < len(s); k++ {
+		c := s[k]
+		if c < '0' || c > '9' || num > len(p.insts) {
+			return -1
+		}
+		num = num*10 + int(c-'0')
+	}
+	if num < 1 || num > len(p.insts) {
+		return -1
+	}
+	return num - 1
+}
+
+// Newest returns the index of the newest instance made for that machine
+// name, deleted or not, and -1 when there is none; [Provider.Older] goes
+// on to the older ones.
+func (p *Provider) Newest(name string) int {
+	if n, ok := p.newest[name]; ok {
+		return int(n)
+	}
+	return -1
+}
+
+// Older returns the index of the next older instance made for the machine
+// name of instance n, and -1 when there is none.
+func (p *Provider) Older(n int) int { return int(p.insts[n].older) }
+
+// Instances returns copies of the instances not deleted, in the order they
+// were made.
+func (p *Provider) Instances() []Instance {
+	var out []Instance
+	for n := range p.insts {
+		if !p.insts[n].Deleted {
+			out = append(out, p.insts[n])
+		}
+	}
+	return out
+}
+
+// OwnedBy returns the providerIDs of the instances not deleted whose owner
+// tag is uid, sorted.
 func (p *Provider) OwnedBy(uid string) []string {
 	var out []string
-	for pid, i := range p.Instances {
-		if i.OwnerUID == uid {
-			out = append(out, pid)
+	for n := range p.insts {
+		if i := &p.insts[n]; !i.Deleted && i.OwnerUID == uid {
+			out = append(out, i.ProviderID)
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func (p *Provider) fault(m driverapi.Method) (Fault, error) {
-	p.Calls[m]++
-	if p.Fault == nil {
-		return Fault{}, nil
-	}
-	f := p.Fault(m)
-	switch {
-	case f.Code == driverapi.OK && !f.Undecodable:
-		return f, nil
-	case f.Undecodable:
-		return f, fmt.Errorf("injected undecodable failure of %s", m)
-	}
-	return f, driverapi.Error(f.Code, "injected failure of "+m.String())
-}
-
-// find returns the instance a call is about: by providerID, else by key,
-// else by name and UID.
-func (p *Provider) find(ref driverapi.MachineRef, key string) *Instance {
-	if ref.ProviderID != "" {
-		return p.Instances[ref.ProviderID]
-	}
-	pids := slices.Sorted(maps.Keys(p.Instances))
-	for _, pid := range pids {
-		if i := p.Instances[pid]; key != "" && i.Key == key {
-			return i
+// List appends the instances not deleted to dst, as ListMachines reports
+// them, and returns it. It is no call: it counts none and injects no
+// fault, for a simulation that lists often into a buffer it reuses.
+func (p *Provider) List(dst []driverapi.Instance) []driverapi.Instance {
+	for n := range p.insts {
+		if i := &p.insts[n]; !i.Deleted {
+			dst = append(dst, driverapi.Instance{ProviderID: i.ProviderID, MachineName: i.MachineName,
+				OwnerUID: i.OwnerUID, Created: i.Created})
 		}
 	}
-	for _, pid := range pids {
-		if i := p.Instances[pid]; i.MachineName == ref.Name && i.OwnerUID == ref.UID {
-			return i
+	return dst
+}
+
+// Add makes an instance outside any call, as if another controller or a
+// person had created it, and returns its index. The provider fills in its
+// ProviderID, NodeName and Created and keeps the other fields of i (a copy
+// of Metadata); OnCreate is called. It does not count as created by
+// CreateMachine.
+func (p *Provider) Add(i Instance) int {
+	i.Metadata = maps.Clone(i.Metadata)
+	return p.add(i)
+}
+
+// Remove deletes instance n outside any call, as if someone had deleted it
+// in the cloud's console; OnDelete is called. Removing a deleted instance
+// does nothing.
+func (p *Provider) Remove(n int) {
+	if p.insts[n].Deleted {
+		return
+	}
+	p.insts[n].Deleted = true
+	if p.OnDelete != nil {
+		p.OnDelete(n)
+	}
+}
+
+// add makes instance i (its metadata already the provider's own).
+func (p *Provider) add(i Instance) int {
+	if p.newest == nil {
+		p.newest = map[string]int32{}
+	}
+	n := len(p.insts)
+	i.ProviderID, i.NodeName = p.name(p.IDPrefix, n+1), p.name(p.NodePrefix, n+1)
+	i.Created, i.Deleted, i.older = time.Time{}, false, -1
+	if p.Now != nil {
+		i.Created = p.Now()
+	}
+	if o, ok := p.newest[i.MachineName]; ok {
+		i.older = o
+	}
+	p.insts = append(p.insts, i)
+	p.newest[i.MachineName] = int32(n)
+	if p.OnCreate != nil {
+		p.OnCreate(n)
+	}
+	return n
+}
+
+// name returns prefix followed by num, allocating only the result.
+func (p *Provider) name(prefix string, num int) string {
+	p.buf = strconv.AppendInt(append(p.buf[:0], prefix...), int64(num), 10)
+	return string(p.buf)
+}
+
+// String lists the instances not deleted, one a line after a summary line:
+// providerID, machine, owner tag, key, node, whether initialized, and the
+// generation and metadata when set.
+func (p *Provider) String() string {
+	var b strings.Builder
+	live := 0
+	for n := range p.insts {
+		if !p.insts[n].Deleted {
+			live++
 		}
 	}
-	return nil
-}
-
-// CreateMachine implements driverapi.Driver.
-func (p *Provider) CreateMachine(_ context.Context, req *driverapi.CreateMachineRequest) (*driverapi.CreateMachineResponse, error) {
-	f, err := p.fault(driverapi.MethodCreate)
-	if err != nil && !f.After {
-		return nil, err
-	}
-	i := p.find(driverapi.MachineRef{Name: req.Machine.Name}, req.IdempotencyKey)
-	if i == nil || i.Key != req.IdempotencyKey {
-		p.seq++
-		p.Created++
-		i = &Instance{ProviderID: fmt.Sprintf("test:///vm-%d", p.seq), MachineName: req.Machine.Name,
-			OwnerUID: req.Machine.UID, Key: req.IdempotencyKey, NodeName: fmt.Sprintf("node-%d", p.seq),
-			Generation: req.Generation, Metadata: maps.Clone(req.Metadata)}
-		if p.Now != nil {
-			i.Created = p.Now()
+	fmt.Fprintf(&b, "provider: %d instance(s), %d created by CreateMachine", live, p.Created)
+	for n := range p.insts {
+		i := &p.insts[n]
+		if i.Deleted {
+			continue
 		}
-		p.Instances[i.ProviderID] = i
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &driverapi.CreateMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName}, nil
-}
-
-// InitializeMachine implements driverapi.Driver.
-func (p *Provider) InitializeMachine(_ context.Context, req *driverapi.InitializeMachineRequest) (*driverapi.InitializeMachineResponse, error) {
-	f, err := p.fault(driverapi.MethodInitialize)
-	if err != nil && !f.After {
-		return nil, err
-	}
-	i := p.find(req.Machine, "")
-	if i == nil {
-		return nil, driverapi.Error(driverapi.NotFound, "no instance")
-	}
-	i.Initialized = true
-	if err != nil {
-		return nil, err
-	}
-	return &driverapi.InitializeMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName}, nil
-}
-
-// GetMachineStatus implements driverapi.Driver.
-func (p *Provider) GetMachineStatus(_ context.Context, req *driverapi.GetMachineStatusRequest) (*driverapi.GetMachineStatusResponse, error) {
-	if _, err := p.fault(driverapi.MethodGetStatus); err != nil {
-		return nil, err
-	}
-	i := p.find(req.Machine, req.IdempotencyKey)
-	if i == nil {
-		return nil, driverapi.Error(driverapi.NotFound, "no instance")
-	}
-	resp := &driverapi.GetMachineStatusResponse{ProviderID: i.ProviderID, NodeName: i.NodeName, OwnerUID: i.OwnerUID,
-		Generation: i.Generation, Metadata: maps.Clone(i.Metadata)}
-	if !i.Initialized {
-		return resp, driverapi.Error(driverapi.Uninitialized, "not initialized")
-	}
-	return resp, nil
-}
-
-// DeleteMachine implements driverapi.Driver.
-func (p *Provider) DeleteMachine(_ context.Context, req *driverapi.DeleteMachineRequest) (*driverapi.DeleteMachineResponse, error) {
-	f, err := p.fault(driverapi.MethodDelete)
-	if err != nil && !f.After {
-		return nil, err
-	}
-	i := p.find(req.Machine, req.IdempotencyKey)
-	if i != nil {
-		delete(p.Instances, i.ProviderID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if i == nil {
-		return nil, driverapi.Error(driverapi.NotFound, "no instance")
-	}
-	return &driverapi.DeleteMachineResponse{}, nil
-}
-
-// ListMachines implements driverapi.Driver.
-func (p *Provider) ListMachines(context.Context, *driverapi.ListMachinesRequest) (*driverapi.ListMachinesResponse, error) {
-	if _, err := p.fault(driverapi.MethodList); err != nil {
-		return nil, err
-	}
-	resp := &driverapi.ListMachinesResponse{}
-	for _, pid := range slices.Sorted(maps.Keys(p.Instances)) {
-		i := p.Instances[pid]
-		resp.Instances = append(resp.Instances, driverapi.Instance{ProviderID: pid, MachineName: i.MachineName,
-			OwnerUID: i.OwnerUID, Created: i.Created})
-	}
-	return resp, nil
-}
-
-// UpdateMachine implements driverapi.Driver.
-func (p *Provider) UpdateMachine(_ context.Context, req *driverapi.UpdateMachineRequest) (*driverapi.UpdateMachineResponse, error) {
-	f, err := p.fault(driverapi.MethodUpdate)
-	if err != nil && !f.After {
-		return nil, err
-	}
-	i := p.find(req.Machine, "")
-	if i == nil {
-		return nil, driverapi.Error(driverapi.NotFound, "no instance")
-	}
-	i.Generation = req.Generation
-	if err != nil {
-		return nil, err
-	}
-	return &driverapi.UpdateMachineResponse{Generation: i.Generation}, nil
-}
-
-// UpdateMetadata implements driverapi.Driver.
-func (p *Provider) UpdateMetadata(_ context.Context, req *driverapi.UpdateMetadataRequest) (*driverapi.UpdateMetadataResponse, error) {
-	f, err := p.fault(driverapi.MethodUpdateMetadata)
-	if err != nil && !f.After {
-		return nil, err
-	}
-	i := p.find(req.Machine, "")
-	if i == nil {
-		return nil, driverapi.Error(driverapi.NotFound, "no instance")
-	}
-	drop := func(k string) bool { return p.Drop != nil && p.Drop(k) }
-	if i.Metadata == nil {
-		i.Metadata = map[string]string{}
-	}
-	for _, k := range slices.Sorted(maps.Keys(req.Set)) {
-		if !drop(k) {
-			i.Metadata[k] = req.Set[k]
+		fmt.Fprintf(&b, "\n  %s machine=%s owner=%s key=%s node=%s", i.ProviderID, i.MachineName, i.OwnerUID, i.Key, i.NodeName)
+		if i.Initialized {
+			b.WriteString(" initialized")
+		} else {
+			b.WriteString(" uninitialized")
+		}
+		if i.Generation != 0 {
+			fmt.Fprintf(&b, " generation=%d", i.Generation)
+		}
+		if len(i.Metadata) > 0 {
+			b.WriteString(" metadata=" + mapString(i.Metadata))
 		}
 	}
-	for _, k := range req.Remove {
-		if !drop(k) {
-			delete(i.Metadata, k)
-		}
+	return b.String()
+}
+
+// mapString renders a map as {k=v,...} in key order; "{}" when empty.
+func mapString(m map[string]string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
 	}
-	if !drop("owner") {
-		i.OwnerUID = req.Machine.UID
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &driverapi.UpdateMetadataResponse{}, nil
+	return "{" + strings.Join(parts, ",") + "}"
 }
