@@ -15,6 +15,7 @@ import (
 	"github.com/purelifecycle/machine/examples/memworld"
 	"github.com/purelifecycle/machine/examples/shell"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -51,25 +52,27 @@ func (w *mcmWorld) SaveStatus(st lifecycle.Status) lifecycle.Write {
 func TestFlowsRoundTrip(t *testing.T) {
 	tests := []struct {
 		name      string
-		setup     func(p *memworld.Provider, c *memworld.Cluster)
+		setup     func(p *lifecycletest.Provider, c *memworld.Cluster)
 		change    func(c *memworld.Cluster)
 		deleteNow bool
 	}{
 		{name: "create and join"},
-		{name: "initialization fails twice", setup: func(p *memworld.Provider, _ *memworld.Cluster) { p.FailInit = 2 }},
-		{name: "creation exhausted once", setup: func(p *memworld.Provider, _ *memworld.Cluster) {
-			p.FailCreate = []driverapi.Code{driverapi.ResourceExhausted}
+		{name: "initialization fails twice", setup: func(p *lifecycletest.Provider, _ *memworld.Cluster) {
+			p.FailNext(driverapi.MethodInitialize, lifecycletest.Fault{Code: driverapi.Internal}, 2)
 		}},
-		{name: "hot update and metadata", setup: func(_ *memworld.Provider, c *memworld.Cluster) {
+		{name: "creation exhausted once", setup: func(p *lifecycletest.Provider, _ *memworld.Cluster) {
+			p.FailNext(driverapi.MethodCreate, lifecycletest.Fault{Code: driverapi.ResourceExhausted}, 1)
+		}},
+		{name: "hot update and metadata", setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) {
 			c.Machine.Object.Metadata = map[string]string{"team": "a"}
 		}, change: func(c *memworld.Cluster) {
 			c.Machine.Object.UpdateGeneration = 2
 			c.Machine.Object.Metadata = map[string]string{"team": "b", "pool": "web"}
 		}},
-		{name: "needs replacement", setup: func(p *memworld.Provider, _ *memworld.Cluster) {
-			p.FailUpdate = []driverapi.Code{driverapi.FailedPrecondition}
+		{name: "needs replacement", setup: func(p *lifecycletest.Provider, _ *memworld.Cluster) {
+			p.FailNext(driverapi.MethodUpdate, lifecycletest.Fault{Code: driverapi.FailedPrecondition}, 1)
 		}, change: func(c *memworld.Cluster) { c.Machine.Object.UpdateGeneration = 2 }},
-		{name: "delete with a failing drain", setup: func(_ *memworld.Provider, c *memworld.Cluster) {
+		{name: "delete with a failing drain", setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) {
 			c.FailDrains = 1000
 			c.Machine.Object.Overrides.DrainTimeout = 10 * time.Minute
 		}, deleteNow: true},
@@ -115,7 +118,7 @@ func TestFlowsRoundTrip(t *testing.T) {
 			} else {
 				require.Equal(t, phase.Running, c.Machine.Status.Phase)
 			}
-			require.Equal(t, 1, p.Creates)
+			require.Equal(t, 1, p.Created)
 			require.Greater(t, w.saves, 3)
 			t.Logf("%d status writes; descriptions:\n%s", w.saves, strings.Join(slices.Sorted(maps.Keys(w.descs)), "\n"))
 		})

@@ -36,6 +36,7 @@ import (
 	"github.com/purelifecycle/machine/examples/memworld"
 	"github.com/purelifecycle/machine/examples/shell"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -65,7 +66,7 @@ func main() {
 // when the machine is deleted.
 type scenario struct {
 	about string
-	setup func(p *memworld.Provider, c *memworld.Cluster)
+	setup func(p *lifecycletest.Provider, c *memworld.Cluster)
 	crash func(pass, step, ran int, d *lifecycle.Decision) bool
 	// deleteWhen, if set, requests the machine's deletion once it holds.
 	deleteWhen func(c *memworld.Cluster) bool
@@ -86,7 +87,10 @@ var scenarios = map[string]scenario{
 	"happy": {about: "a machine from nothing to Running"},
 	"init-fails": {
 		about: "InitializeMachine fails twice, then succeeds",
-		setup: func(p *memworld.Provider, _ *memworld.Cluster) { p.FailInit = 2 },
+		setup: func(p *lifecycletest.Provider, _ *memworld.Cluster) {
+			p.FailNext(driverapi.MethodInitialize, lifecycletest.Fault{Code: driverapi.Internal,
+				Message: "network interface not attached yet"}, 2)
+		},
 	},
 	"delete": {
 		about:      "a Running machine is deleted",
@@ -94,7 +98,7 @@ var scenarios = map[string]scenario{
 	},
 	"drain-fails": {
 		about: "the drain keeps failing until the drain timeout (10m for this machine) forces it",
-		setup: func(_ *memworld.Provider, c *memworld.Cluster) {
+		setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) {
 			c.FailDrains = 1000
 			c.Machine.Object.Overrides.DrainTimeout = 10 * time.Minute
 		},
@@ -102,9 +106,9 @@ var scenarios = map[string]scenario{
 	},
 	"update": {
 		about: "the spec asks hot-update generation 2 and new metadata; the first patch drops a key",
-		setup: func(p *memworld.Provider, c *memworld.Cluster) {
+		setup: func(p *lifecycletest.Provider, c *memworld.Cluster) {
 			c.Machine.Object.Metadata = map[string]string{"team": "a"}
-			p.DropMetadata = [][]string{{"pool"}}
+			p.DropNext("pool")
 		},
 		change: func(c *memworld.Cluster) {
 			c.Machine.Object.UpdateGeneration = 2
@@ -113,14 +117,15 @@ var scenarios = map[string]scenario{
 	},
 	"replace": {
 		about: "the provider cannot apply generation 2 in place",
-		setup: func(p *memworld.Provider, _ *memworld.Cluster) {
-			p.FailUpdate = []driverapi.Code{driverapi.FailedPrecondition}
+		setup: func(p *lifecycletest.Provider, _ *memworld.Cluster) {
+			p.FailNext(driverapi.MethodUpdate, lifecycletest.Fault{Code: driverapi.FailedPrecondition,
+				Message: "the machine type cannot change on a running instance"}, 1)
 		},
 		change: func(c *memworld.Cluster) { c.Machine.Object.UpdateGeneration = 2 },
 	},
 	"no-node": {
 		about: "a machine whose node never registered is deleted while Pending",
-		setup: func(_ *memworld.Provider, c *memworld.Cluster) { c.NoNodes = true },
+		setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) { c.NoNodes = true },
 		deleteWhen: func(c *memworld.Cluster) bool {
 			return c.Machine.Status.Phase == phase.Pending && c.Machine.Status.PhaseSince.Time().Add(2*time.Minute).Before(now(c))
 		},
@@ -143,8 +148,8 @@ type result struct {
 	elapsed time.Duration
 }
 
-// now is the cluster's simulated time (the provider's clock).
-func now(c *memworld.Cluster) time.Time { return c.Provider.Now() }
+// now is the cluster's simulated time.
+func now(c *memworld.Cluster) time.Time { return c.Now() }
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
@@ -228,7 +233,7 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 	}
 	r.phase = c.Machine.Status.Phase
 	r.gone = c.Machine.Gone
-	r.creates = p.Creates
+	r.creates = p.Created
 	r.elapsed = now.Sub(t0)
 	switch {
 	case s.deleteWhen != nil:

@@ -1,3 +1,7 @@
+// Package memworld is an in-memory cluster for the examples: a shell.World
+// holding one machine, the nodes its provider's instances register in
+// simulated time, and bootstrap tokens, next to the in-memory provider of
+// package lifecycletest. Faults are scripted, so every run is reproducible.
 package memworld
 
 import (
@@ -6,7 +10,17 @@ import (
 	"time"
 
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 )
+
+// NewProvider returns the in-memory provider of package lifecycletest,
+// naming instances as this cloud does: providerIDs mem:///zone-a/vm-N,
+// nodes node-vm-N.
+func NewProvider() *lifecycletest.Provider {
+	p := lifecycletest.NewProvider()
+	p.IDPrefix, p.NodePrefix = "mem:///zone-a/vm-", "node-vm-"
+	return p
+}
 
 // Machine is a machine object with its persisted lifecycle status.
 type Machine struct {
@@ -38,12 +52,12 @@ type Node struct {
 
 // Cluster is an in-memory cluster holding one machine, the nodes its
 // provider's instances register, and bootstrap tokens. It implements
-// shell.World.
+// shell.World. Its clock is the simulated time Tick sets.
 type Cluster struct {
 	Machine  *Machine
 	Nodes    map[string]*Node
 	Tokens   map[string]time.Time // machine name -> expiry
-	Provider *Provider
+	Provider *lifecycletest.Provider
 	// BootDelay is how long an instance takes to register its node.
 	BootDelay time.Duration
 	// ReadyDelay is how long a registered node takes to turn Ready.
@@ -55,25 +69,37 @@ type Cluster struct {
 	FailDrains int
 	// NoNodes keeps instances from ever registering nodes.
 	NoNodes bool
+
+	now time.Time
 }
 
-// NewCluster returns a cluster with one new machine and the provider.
-func NewCluster(p *Provider, name, uid string, created time.Time) *Cluster {
-	return &Cluster{
+// NewCluster returns a cluster with one new machine, created at created,
+// and the provider, whose clock becomes the cluster's unless it has one.
+func NewCluster(p *lifecycletest.Provider, name, uid string, created time.Time) *Cluster {
+	c := &Cluster{
 		Machine:    &Machine{Object: lifecycle.Object{Name: name, UID: uid, CreationTime: created}},
 		Nodes:      map[string]*Node{},
 		Tokens:     map[string]time.Time{},
 		Provider:   p,
 		BootDelay:  90 * time.Second,
 		ReadyDelay: 30 * time.Second,
+		now:        created,
 	}
+	if p.Now == nil {
+		p.Now = c.Now
+	}
+	return c
 }
+
+// Now returns the cluster's clock: the time of the last Tick, at first the
+// machine's creation.
+func (c *Cluster) Now() time.Time { return c.now }
 
 // Tick advances the world to now: instances that booted register their
 // nodes (with the instance-not-ready startup taint), and registered nodes
 // turn Ready.
 func (c *Cluster) Tick(now time.Time) {
-	c.Provider.SetNow(now)
+	c.now = now
 	for _, i := range c.Provider.Instances() {
 		if !i.Initialized || now.Sub(i.Created) < c.BootDelay {
 			continue

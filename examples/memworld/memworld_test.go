@@ -20,7 +20,7 @@ func TestCreateIsIdempotentPerKey(t *testing.T) {
 	b, err := p.CreateMachine(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, a.ProviderID, b.ProviderID)
-	require.Equal(t, 1, p.Creates)
+	require.Equal(t, 1, p.Created)
 
 	_, err = p.GetMachineStatus(ctx, &driverapi.GetMachineStatusRequest{Machine: driverapi.MachineRef{Name: "m", UID: "u"}})
 	require.Equal(t, driverapi.Uninitialized, driverapi.CodeOf(err))
@@ -40,10 +40,12 @@ func TestNodesRegisterAfterBoot(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	p := NewProvider()
 	c := NewCluster(p, "m", "u", t0)
-	p.SetNow(t0)
 	resp, err := p.CreateMachine(context.Background(), &driverapi.CreateMachineRequest{Machine: driverapi.MachineRef{Name: "m", UID: "u"}, IdempotencyKey: "k"})
 	require.NoError(t, err)
-	p.instances[resp.ProviderID].Initialized = true
+	require.Equal(t, "mem:///zone-a/vm-1", resp.ProviderID)
+	require.Equal(t, "node-vm-1", resp.NodeName)
+	require.Equal(t, t0, p.At(0).Created, "the provider's clock is the cluster's")
+	p.At(p.Lookup(resp.ProviderID)).Initialized = true
 	c.Tick(t0.Add(time.Minute))
 	require.Empty(t, c.Nodes)
 	c.Tick(t0.Add(100 * time.Second))

@@ -71,7 +71,7 @@ func TestFailedSaveCarriesOutNothing(t *testing.T) {
 	pass := shell.Reconcile(context.Background(), &cfg, w, p, driverapi.Class{}, t0, shell.Hooks{})
 	last := pass.Decisions[len(pass.Decisions)-1]
 	require.Equal(t, lifecycle.RulePersistConflict, last.Rule)
-	require.Equal(t, 0, p.Creates, "CreateMachine is never asked when its intent could not be saved")
+	require.Equal(t, 0, p.Created, "CreateMachine is never asked when its intent could not be saved")
 	require.Equal(t, 200*time.Millisecond, pass.Requeue)
 }
 
@@ -94,12 +94,12 @@ func TestCrashHookEndsThePass(t *testing.T) {
 		CrashAfter: func(step, ran int) bool { return step == 1 && ran == 2 },
 	})
 	require.True(t, pass.Crashed)
-	require.Equal(t, 1, p.Creates)
+	require.Equal(t, 1, p.Created)
 	require.Equal(t, lifecycle.StageCreating, c.Machine.Status.Stage, "the intent was saved")
 	// The next pass adopts the instance.
 	pass = shell.Reconcile(context.Background(), &cfg, c, p, driverapi.Class{}, t0.Add(time.Second), shell.Hooks{})
 	require.False(t, pass.Crashed)
-	require.Equal(t, 1, p.Creates)
+	require.Equal(t, 1, p.Created)
 	require.Equal(t, phase.Pending, c.Machine.Status.Phase)
 }
 
