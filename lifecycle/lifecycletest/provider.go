@@ -21,9 +21,12 @@ type Instance struct {
 	// the OnCreate hook named it otherwise.
 	NodeName string
 	// MachineName and CreatorUID are the name and UID of the machine the
-	// instance was created for; Key is the idempotency key of the
-	// CreateMachine that made it.
-	MachineName, CreatorUID, Key string
+	// instance was created for.
+	MachineName, CreatorUID string
+	// Attempt is the machine's creation attempt the instance was made for:
+	// with CreatorUID it forms the idempotency key of the CreateMachine
+	// that made it ([Instance.Key]).
+	Attempt uint32
 	// OwnerUID is the owner the instance is tagged with, as GetMachineStatus
 	// and ListMachines report it: CreatorUID at first, then the UID of the
 	// last UpdateMetadata that did not drop the owner; "" when the tag is
@@ -48,6 +51,21 @@ type Instance struct {
 	// older is the next older instance made with the same machine name,
 	// -1 for none.
 	older int32
+	// key is the idempotency key of the request that made the instance
+	// when it is not the one CreatorUID and Attempt form; keyless is set
+	// when the request carried none.
+	key     string
+	keyless bool
+}
+
+// Key returns the idempotency key of the CreateMachine that made the
+// instance: CreatorUID + "/" + Attempt, as driverapi.Call.IdempotencyKey
+// forms it ("" without a CreatorUID), unless the request carried another.
+func (i *Instance) Key() string {
+	if i.key != "" || i.keyless || i.CreatorUID == "" {
+		return i.key
+	}
+	return i.CreatorUID + "/" + strconv.FormatUint(uint64(i.Attempt), 10)
 }
 
 // Provider is an in-memory cloud implementing driverapi.Driver as its
@@ -135,6 +153,15 @@ func NewProvider() *Provider {
 	return &Provider{IDPrefix: "test:///vm-", NodePrefix: "node-", newest: map[string]int32{}}
 }
 
+// Grow makes room for n more instances, for a caller that knows how many
+// it will make.
+func (p *Provider) Grow(n int) {
+	p.insts = slices.Grow(p.insts, n)
+	if len(p.newest) == 0 {
+		p.newest = make(map[string]int32, n)
+	}
+}
+
 // Len returns the number of instances the provider made, deleted ones
 // included.
 func (p *Provider) Len() int { return len(p.insts) }
@@ -146,7 +173,7 @@ func (p *Provider) At(n int) *Instance { return &p.insts[n] }
 // Lookup returns the index of the instance with that providerID, deleted or
 // not, and -1 when the provider made none.
 func (p *Provider) Lookup(providerID string) int {
-	if n := p.numbered(providerID, p.IDPrefix); n >= 0 && p.insts[n].ProviderID == providerID {
+	if n := p.numbered(providerID); n >= 0 && p.insts[n].ProviderID == providerID {
 		return n
 	}
 	return -1
@@ -157,27 +184,23 @@ func (p *Provider) Lookup(providerID string) int {
 // instance whose node the OnCreate hook named after another's is not found
 // by that name: the node belongs to the other instance.
 func (p *Provider) NodeOwner(name string) int {
-	if n := p.numbered(name, p.NodePrefix); n >= 0 && p.insts[n].NodeName == name {
+	if n := p.numbered(name); n >= 0 && p.insts[n].NodeName == name {
 		return n
 	}
 	return -1
 }
 
-// numbered returns the index of the instance whose number s gives, as
-// prefix followed by the number; -1 when it gives none.
-func (p *Provider) numbered(s, prefix string) int {
-	if len(s) <= len(prefix) || s[:len(prefix)] != prefix {
-		return -1
-	}
-	num := 0
-	for k := len(prefix); k < len(s); k++ {
-		c := s[k]
-		if c < '0' || c > '9' || num > len(p.insts) {
+// numbered returns the index of the instance numbered by the decimal s
+// ends in, -1 when that is none; the caller compares the whole name.
+func (p *Provider) numbered(s string) int {
+	num, mul := 0, 1
+	for k := len(s) - 1; k >= 0 && s[k] >= '0' && s[k] <= '9'; k-- {
+		if num += int(s[k]-'0') * mul; num > len(p.insts) || mul > 1e12 {
 			return -1
 		}
-		num = num*10 + int(c-'0')
+		mul *= 10
 	}
-	if num < 1 || num > len(p.insts) {
+	if num < 1 {
 		return -1
 	}
 	return num - 1
@@ -241,7 +264,7 @@ func (p *Provider) List(dst []driverapi.Instance) []driverapi.Instance {
 // of Metadata); OnCreate is called. It does not count as created by
 // CreateMachine.
 func (p *Provider) Add(i Instance) int {
-	i.Metadata = maps.Clone(i.Metadata)
+	i.Metadata, i.key, i.keyless = maps.Clone(i.Metadata), "", false
 	return p.add(i)
 }
 
@@ -303,7 +326,7 @@ func (p *Provider) String() string {
 		if i.Deleted {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  %s machine=%s owner=%s key=%s node=%s", i.ProviderID, i.MachineName, i.OwnerUID, i.Key, i.NodeName)
+		fmt.Fprintf(&b, "\n  %s machine=%s owner=%s key=%s node=%s", i.ProviderID, i.MachineName, i.OwnerUID, i.Key(), i.NodeName)
 		if i.Initialized {
 			b.WriteString(" initialized")
 		} else {

@@ -12,7 +12,7 @@ import (
 
 // key is the idempotency key of a call: the string a request carries or,
 // for a driverapi.Call, its machine UID and attempt, which are compared
-// with an instance's key without building the string.
+// with an instance's without building a string.
 type key struct {
 	s       string
 	uid     string
@@ -20,78 +20,117 @@ type key struct {
 	call    bool
 }
 
-// matches reports whether an instance made with key ik was made by a call
-// with this key. The empty key matches nothing.
-func (k *key) matches(ik string) bool {
-	if !k.call {
-		return k.s != "" && ik == k.s
-	}
-	// driverapi.Call.IdempotencyKey: the UID, "/", the decimal attempt.
-	n := len(k.uid)
-	if n == 0 || len(ik) < n+2 || ik[:n] != k.uid || ik[n] != '/' {
+// matches reports whether instance i was made by a call with this key. The
+// empty key matches nothing.
+func (k *key) matches(i *Instance) bool {
+	switch {
+	case i.keyless:
 		return false
+	case k.call && i.key != "":
+		return k.uid != "" && isKey(i.key, k.uid, k.attempt)
+	case k.call:
+		return k.uid != "" && i.CreatorUID == k.uid && i.Attempt == k.attempt
+	case i.key != "":
+		return k.s == i.key
+	}
+	return k.s != "" && i.CreatorUID != "" && isKey(k.s, i.CreatorUID, i.Attempt)
+}
+
+// isKey reports whether s is the idempotency key uid and attempt form, as
+// driverapi.Call.IdempotencyKey builds it.
+func isKey(s, uid string, attempt uint32) bool {
+	n, ok := attemptOf(s, uid)
+	return ok && n == attempt
+}
+
+// attemptOf returns the attempt of idempotency key s of a machine with
+// that uid, and false when s is not of the form driverapi.Call builds.
+func attemptOf(s, uid string) (uint32, bool) {
+	n := len(uid)
+	if n == 0 || len(s) < n+2 || s[:n] != uid || s[n] != '/' || s[n+1] == '0' && len(s) > n+2 {
+		return 0, false
 	}
 	v := uint64(0)
-	for _, c := range []byte(ik[n+1:]) {
-		if c < '0' || c > '9' || v > 1<<32 {
-			return false
+	for k := n + 1; k < len(s); k++ {
+		if s[k] < '0' || s[k] > '9' {
+			return 0, false
 		}
-		v = v*10 + uint64(c-'0')
+		if v = v*10 + uint64(s[k]-'0'); v > 1<<32-1 {
+			return 0, false
+		}
 	}
-	return v == uint64(k.attempt)
+	return uint32(v), true
 }
 
 // Invoke carries out call c and returns its answer as plain data: the
 // Result driverapi.Invoke(ctx, p, *c, class) would return, built without a
 // request, a response or an error, so that a call that makes no instance
-// and meets no fault without a Text allocates nothing. The maps of the
-// Result are the provider's, read-only; the Instances of a ListMachines
-// answer are a new slice.
+// and meets no fault without a Text allocates nothing. Maps are shared, as
+// driverapi.Call and driverapi.Result make them read-only: the instance
+// CreateMachine makes keeps c.Metadata, which the caller must not change
+// afterwards, and a GetMachineStatus answer carries the instance's map.
+// The Instances of a ListMachines answer are a new slice.
 func (p *Provider) Invoke(c *driverapi.Call) driverapi.Result {
-	return p.call(c, key{uid: c.Machine.UID, attempt: c.Attempt, call: true})
-}
-
-// call carries out c, whose idempotency key is k, with its fault.
-func (p *Provider) call(c *driverapi.Call, k key) driverapi.Result {
-	m := c.Method
-	if !m.Valid() {
-		return driverapi.Result{Method: m, Code: driverapi.InvalidArgument, Message: "lifecycletest: no such method " + m.String()}
-	}
-	p.Calls[m&15]++
-	f := p.fault(m)
-	if f.failing() && !f.After {
-		return f.result(m)
-	}
-	r := p.carryOut(c, &k)
-	if f.failing() {
-		return f.result(m)
-	}
-	if f.NoIdentity && r.OK() {
-		r.ProviderID, r.NodeName = "", ""
-	}
+	var r driverapi.Result
+	p.InvokeInto(&r, c)
 	return r
 }
 
-// carryOut carries out c without faults.
-func (p *Provider) carryOut(c *driverapi.Call, k *key) driverapi.Result {
+// InvokeInto is Invoke writing the answer into *r, for a caller that keeps
+// its Result in place (a simulation's outcome) and would otherwise copy it.
+func (p *Provider) InvokeInto(r *driverapi.Result, c *driverapi.Call) {
+	p.call(r, c, key{uid: c.Machine.UID, attempt: c.Attempt, call: true})
+}
+
+// call carries out c, whose idempotency key is k, with its fault, and
+// writes the answer into *r.
+func (p *Provider) call(r *driverapi.Result, c *driverapi.Call, k key) {
+	m := c.Method
+	if !m.Valid() {
+		*r = driverapi.Result{Method: m, Code: driverapi.InvalidArgument, Message: "lifecycletest: no such method " + m.String()}
+		return
+	}
+	p.Calls[m&15]++
+	f := p.fault(m)
+	switch {
+	case f.failing() && !f.After:
+		f.fail(r, m)
+	case f.failing():
+		p.carryOut(r, c, &k)
+		f.fail(r, m)
+	default:
+		p.carryOut(r, c, &k)
+		if f.NoIdentity && r.OK() {
+			r.ProviderID, r.NodeName = "", ""
+		}
+	}
+}
+
+// carryOut carries out c without faults and writes the answer into *r.
+func (p *Provider) carryOut(r *driverapi.Result, c *driverapi.Call, k *key) {
 	m := c.Method
 	switch m {
 	case driverapi.MethodCreate:
-		return p.create(c, k)
+		p.create(r, c, k)
+		return
 	case driverapi.MethodGetStatus:
-		return p.status(c, k)
+		p.status(r, c, k)
+		return
 	case driverapi.MethodList:
-		return driverapi.Result{Method: m, Instances: p.List(nil)}
+		*r = driverapi.Result{Method: m, Instances: p.List(nil)}
+		return
 	case driverapi.MethodGetVolumeIDs:
 		f := Fault{Code: driverapi.Unimplemented, Message: "lifecycletest: the provider maps no volumes"}
-		return f.result(m)
+		f.fail(r, m)
+		return
 	case driverapi.MethodDelete:
 	default:
 		k = nil // InitializeMachine, UpdateMachine and UpdateMetadata carry no key
 	}
 	n := p.find(&c.Machine, k, false)
 	if n < 0 {
-		return notFound(m, &c.Machine)
+		notFound(r, m, &c.Machine)
+		return
 	}
 	i := &p.insts[n]
 	switch m {
@@ -104,7 +143,7 @@ func (p *Provider) carryOut(c *driverapi.Call, k *key) driverapi.Result {
 			p.OnInitialize(n)
 			i = &p.insts[n]
 		}
-		return driverapi.Result{Method: m, ProviderID: i.ProviderID, NodeName: i.NodeName}
+		*r = driverapi.Result{Method: m, ProviderID: i.ProviderID, NodeName: i.NodeName}
 	case driverapi.MethodDelete:
 		i.Deleted = true
 		if p.Log != nil {
@@ -113,16 +152,17 @@ func (p *Provider) carryOut(c *driverapi.Call, k *key) driverapi.Result {
 		if p.OnDelete != nil {
 			p.OnDelete(n)
 		}
-		return driverapi.Result{Method: m}
+		*r = driverapi.Result{Method: m}
 	case driverapi.MethodUpdate:
 		i.Generation = c.Generation
 		if p.Log != nil {
 			p.Log(i.ProviderID + " now at generation " + strconv.FormatInt(i.Generation, 10))
 		}
-		return driverapi.Result{Method: m, Generation: i.Generation}
+		*r = driverapi.Result{Method: m, Generation: i.Generation}
+	default:
+		p.patch(i, c)
+		*r = driverapi.Result{Method: m}
 	}
-	p.patch(i, c)
-	return driverapi.Result{Method: m}
 }
 
 // find returns the index of the instance a call about ref with key k (nil:
@@ -143,7 +183,7 @@ func (p *Provider) find(ref *driverapi.MachineRef, k *key, byName bool) int {
 		if i.Deleted {
 			continue
 		}
-		if k != nil && k.matches(i.Key) {
+		if k != nil && k.matches(i) {
 			return n
 		}
 		if byUID < 0 && ref.UID != "" && (i.CreatorUID == ref.UID || i.OwnerUID == ref.UID) {
@@ -172,43 +212,54 @@ func (p *Provider) Find(c *driverapi.Call) int {
 
 // create is CreateMachine: the live instance of the name made with the
 // same key, else a new one.
-func (p *Provider) create(c *driverapi.Call, k *key) driverapi.Result {
+func (p *Provider) create(r *driverapi.Result, c *driverapi.Call, k *key) {
 	for n := p.Newest(c.Machine.Name); n >= 0; n = int(p.insts[n].older) {
-		if i := &p.insts[n]; !i.Deleted && k.matches(i.Key) {
+		if i := &p.insts[n]; !i.Deleted && k.matches(i) {
 			if p.Log != nil {
-				p.Log("same key " + i.Key + ": returned the existing " + i.ProviderID)
+				p.Log("same key " + i.Key() + ": returned the existing " + i.ProviderID)
 			}
-			return driverapi.Result{Method: c.Method, ProviderID: i.ProviderID, NodeName: i.NodeName}
+			*r = driverapi.Result{Method: c.Method, ProviderID: i.ProviderID, NodeName: i.NodeName}
+			return
 		}
 	}
-	ik := k.s
-	if k.call {
-		ik = c.IdempotencyKey()
+	made := Instance{MachineName: c.Machine.Name, CreatorUID: c.Machine.UID, OwnerUID: c.Machine.UID,
+		Generation: c.Generation, Metadata: c.Metadata}
+	switch a, ok := attemptOf(k.s, c.Machine.UID); {
+	case k.call && k.uid != "":
+		made.Attempt = k.attempt
+	case ok:
+		made.Attempt = a
+	case k.s == "":
+		made.keyless = true
+	default:
+		made.key = k.s
+	}
+	if !k.call {
+		made.Metadata = maps.Clone(c.Metadata) // a request's map stays its caller's
 	}
 	p.Created++
-	n := p.add(Instance{MachineName: c.Machine.Name, CreatorUID: c.Machine.UID, OwnerUID: c.Machine.UID, Key: ik,
-		Generation: c.Generation, Metadata: maps.Clone(c.Metadata)})
+	n := p.add(made)
 	i := &p.insts[n]
 	if p.Log != nil {
 		p.Log("created " + i.ProviderID)
 	}
-	return driverapi.Result{Method: c.Method, ProviderID: i.ProviderID, NodeName: i.NodeName}
+	*r = driverapi.Result{Method: c.Method, ProviderID: i.ProviderID, NodeName: i.NodeName}
 }
 
 // status is GetMachineStatus.
-func (p *Provider) status(c *driverapi.Call, k *key) driverapi.Result {
+func (p *Provider) status(r *driverapi.Result, c *driverapi.Call, k *key) {
 	n := p.find(&c.Machine, k, true)
 	if n < 0 {
-		return notFound(c.Method, &c.Machine)
+		notFound(r, c.Method, &c.Machine)
+		return
 	}
 	i := &p.insts[n]
-	r := driverapi.Result{Method: c.Method, ProviderID: i.ProviderID, NodeName: i.NodeName, OwnerUID: i.OwnerUID,
-		Generation: i.Generation, Metadata: i.Metadata}
-	if !i.Initialized {
-		r.Code, r.Message = driverapi.Uninitialized, "instance "+i.ProviderID+" is not initialized"
-		r.Text = (&driverapi.StatusError{Code: r.Code, Message: r.Message}).Error()
+	if i.Initialized {
+		*r = driverapi.Result{Method: c.Method}
+	} else {
+		failure(r, c.Method, driverapi.Uninitialized, "instance ", i.ProviderID, " is not initialized")
 	}
-	return r
+	r.ProviderID, r.NodeName, r.OwnerUID, r.Generation, r.Metadata = i.ProviderID, i.NodeName, i.OwnerUID, i.Generation, i.Metadata
 }
 
 // patch is UpdateMetadata: the keys to set in sorted order, then those to
@@ -269,7 +320,8 @@ func (p *Provider) patch(i *Instance, c *driverapi.Call) {
 
 // CreateMachine implements driverapi.Driver.
 func (p *Provider) CreateMachine(_ context.Context, req *driverapi.CreateMachineRequest) (*driverapi.CreateMachineResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodCreate, Machine: req.Machine, Generation: req.Generation,
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodCreate, Machine: req.Machine, Generation: req.Generation,
 		Metadata: req.Metadata}, key{s: req.IdempotencyKey})
 	if !r.OK() {
 		return nil, r.Err()
@@ -279,7 +331,8 @@ func (p *Provider) CreateMachine(_ context.Context, req *driverapi.CreateMachine
 
 // InitializeMachine implements driverapi.Driver.
 func (p *Provider) InitializeMachine(_ context.Context, req *driverapi.InitializeMachineRequest) (*driverapi.InitializeMachineResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodInitialize, Machine: req.Machine}, key{})
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodInitialize, Machine: req.Machine}, key{})
 	if !r.OK() {
 		return nil, r.Err()
 	}
@@ -289,7 +342,8 @@ func (p *Provider) InitializeMachine(_ context.Context, req *driverapi.Initializ
 // GetMachineStatus implements driverapi.Driver. It answers Uninitialized
 // with the instance's status; the response's metadata is a copy.
 func (p *Provider) GetMachineStatus(_ context.Context, req *driverapi.GetMachineStatusRequest) (*driverapi.GetMachineStatusResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodGetStatus, Machine: req.Machine}, key{s: req.IdempotencyKey})
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodGetStatus, Machine: req.Machine}, key{s: req.IdempotencyKey})
 	if !r.OK() && r.Code != driverapi.Uninitialized || r.Undecodable {
 		return nil, r.Err()
 	}
@@ -300,7 +354,8 @@ func (p *Provider) GetMachineStatus(_ context.Context, req *driverapi.GetMachine
 
 // DeleteMachine implements driverapi.Driver.
 func (p *Provider) DeleteMachine(_ context.Context, req *driverapi.DeleteMachineRequest) (*driverapi.DeleteMachineResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodDelete, Machine: req.Machine}, key{s: req.IdempotencyKey})
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodDelete, Machine: req.Machine}, key{s: req.IdempotencyKey})
 	if !r.OK() {
 		return nil, r.Err()
 	}
@@ -309,7 +364,8 @@ func (p *Provider) DeleteMachine(_ context.Context, req *driverapi.DeleteMachine
 
 // ListMachines implements driverapi.Driver.
 func (p *Provider) ListMachines(context.Context, *driverapi.ListMachinesRequest) (*driverapi.ListMachinesResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodList}, key{})
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodList}, key{})
 	if !r.OK() {
 		return nil, r.Err()
 	}
@@ -318,7 +374,8 @@ func (p *Provider) ListMachines(context.Context, *driverapi.ListMachinesRequest)
 
 // UpdateMachine implements driverapi.Driver.
 func (p *Provider) UpdateMachine(_ context.Context, req *driverapi.UpdateMachineRequest) (*driverapi.UpdateMachineResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodUpdate, Machine: req.Machine, Generation: req.Generation}, key{})
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodUpdate, Machine: req.Machine, Generation: req.Generation}, key{})
 	if !r.OK() {
 		return nil, r.Err()
 	}
@@ -327,7 +384,8 @@ func (p *Provider) UpdateMachine(_ context.Context, req *driverapi.UpdateMachine
 
 // UpdateMetadata implements driverapi.Driver.
 func (p *Provider) UpdateMetadata(_ context.Context, req *driverapi.UpdateMetadataRequest) (*driverapi.UpdateMetadataResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodUpdateMetadata, Machine: req.Machine, Metadata: req.Set,
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodUpdateMetadata, Machine: req.Machine, Metadata: req.Set,
 		Remove: req.Remove}, key{})
 	if !r.OK() {
 		return nil, r.Err()
@@ -338,6 +396,7 @@ func (p *Provider) UpdateMetadata(_ context.Context, req *driverapi.UpdateMetada
 // GetVolumeIDs implements driverapi.Driver: the provider maps no volumes,
 // and answers Unimplemented.
 func (p *Provider) GetVolumeIDs(context.Context, *driverapi.GetVolumeIDsRequest) (*driverapi.GetVolumeIDsResponse, error) {
-	r := p.call(&driverapi.Call{Method: driverapi.MethodGetVolumeIDs}, key{})
+	var r driverapi.Result
+	p.call(&r, &driverapi.Call{Method: driverapi.MethodGetVolumeIDs}, key{})
 	return nil, r.Err()
 }

@@ -2,6 +2,7 @@ package lifecycletest
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/purelifecycle/machine/driverapi"
 )
@@ -33,21 +34,22 @@ type Fault struct {
 // failing reports whether f fails the call.
 func (f *Fault) failing() bool { return f.Code != driverapi.OK || f.Undecodable }
 
-// result returns the answer of a call of m that f fails, as
+// fail writes into *r the answer of a call of m that f fails, as
 // driverapi.ResultOf gives it for the error.
-func (f *Fault) result(m driverapi.Method) driverapi.Result {
+func (f *Fault) fail(r *driverapi.Result, m driverapi.Method) {
 	msg := f.Message
 	if msg == "" {
 		msg = "injected failure of " + m.String()
 	}
 	if f.Undecodable || f.Code == driverapi.OK {
-		return driverapi.Result{Method: m, Code: driverapi.Unknown, Undecodable: true, Message: msg, Text: msg}
+		*r = driverapi.Result{Method: m, Code: driverapi.Unknown, Undecodable: true, Message: msg, Text: msg}
+		return
 	}
 	text := f.Text
 	if text == "" {
 		text = (&driverapi.StatusError{Code: f.Code, Message: msg}).Error()
 	}
-	return driverapi.Result{Method: m, Code: f.Code, Message: msg, Text: text}
+	*r = driverapi.Result{Method: m, Code: f.Code, Message: msg, Text: text}
 }
 
 // scriptedFault is a scripted failure and how many more calls it fails.
@@ -117,12 +119,30 @@ func (p *Provider) nextDrops() []string {
 	return d
 }
 
-// notFound returns the NotFound answer of a call of m about ref.
-func notFound(m driverapi.Method, ref *driverapi.MachineRef) driverapi.Result {
-	msg := "no instance " + ref.ProviderID
+// notFound writes into *r the NotFound answer of a call of m about ref.
+func notFound(r *driverapi.Result, m driverapi.Method, ref *driverapi.MachineRef) {
 	if ref.ProviderID == "" {
-		msg = "no instance for machine " + ref.Name
+		failure(r, m, driverapi.NotFound, "no instance for machine ", ref.Name, "")
+		return
 	}
-	return driverapi.Result{Method: m, Code: driverapi.NotFound, Message: msg,
-		Text: (&driverapi.StatusError{Code: driverapi.NotFound, Message: msg}).Error()}
+	failure(r, m, driverapi.NotFound, "no instance ", ref.ProviderID, "")
+}
+
+// wireHeads holds, for each code, the text of its status error up to the
+// message: the text of a status error is that, the message and "]".
+// Never written.
+var wireHeads = func() (h [32]string) {
+	for c := driverapi.Code(1); int(c) < len(h); c++ {
+		h[c] = strings.TrimSuffix(driverapi.Error(c, "").Error(), "]")
+	}
+	return h
+}()
+
+// failure writes into *r the answer of a call of m failing with code and
+// the message a+b+c, as driverapi.ResultOf gives it for the status error,
+// in one allocation: the message is a substring of the text.
+func failure(r *driverapi.Result, m driverapi.Method, code driverapi.Code, a, b, c string) {
+	head := wireHeads[code&31]
+	text := head + a + b + c + "]"
+	*r = driverapi.Result{Method: m, Code: code, Message: text[len(head) : len(text)-1], Text: text}
 }

@@ -32,8 +32,7 @@ func TestProviderFollowsTheDriverContract(t *testing.T) {
 	require.Equal(t, "node-1", a.NodeName)
 	require.Equal(t, a, p.Invoke(c), "same name and key, same instance")
 	require.Equal(t, 1, p.Created)
-	c.Metadata["team"] = "b"
-	require.Equal(t, "a", p.At(0).Metadata["team"], "the provider keeps a copy of the call's metadata")
+	require.Equal(t, "u-1/0", p.At(0).Key())
 
 	st := p.Invoke(call(driverapi.MethodGetStatus, "m-1", "u-1", 0, ""))
 	require.Equal(t, driverapi.Uninitialized, st.Code)
@@ -66,14 +65,50 @@ func TestProviderFollowsTheDriverContract(t *testing.T) {
 		driverapi.MethodDelete: 2}, p.Calls)
 }
 
+// A request's idempotency key is kept as it came when it is not the one
+// driverapi.Call forms; a request without a key makes an instance no later
+// request finds by key; the Driver methods copy the maps they are given
+// and hand out.
+func TestProviderKeysOfRequests(t *testing.T) {
+	p := lifecycletest.NewProvider()
+	ctx := context.Background()
+	create := func(uid, key string) string {
+		md := map[string]string{"team": "a"}
+		r, err := p.CreateMachine(ctx, &driverapi.CreateMachineRequest{Machine: driverapi.MachineRef{Name: "m", UID: uid},
+			IdempotencyKey: key, Metadata: md})
+		require.NoError(t, err)
+		md["team"] = "changed"
+		return r.ProviderID
+	}
+	a := create("u", "u/3")
+	require.Equal(t, a, create("u", "u/3"))
+	require.Equal(t, uint32(3), p.At(0).Attempt)
+	require.Equal(t, "u/3", p.At(0).Key())
+	require.Equal(t, "a", p.At(0).Metadata["team"], "the provider keeps a copy of a request's map")
+	require.Equal(t, a, p.Invoke(&driverapi.Call{Method: driverapi.MethodCreate, Attempt: 3,
+		Machine: driverapi.MachineRef{Name: "m", UID: "u"}}).ProviderID, "a request's key and a call's are one")
+	for _, opaque := range []string{"u/03", "k", "v/3", "u/", "u/99999999999"} {
+		pid := create("u", opaque)
+		require.Equal(t, pid, create("u", opaque), opaque)
+		require.Equal(t, opaque, p.At(p.Lookup(pid)).Key())
+	}
+	b := create("u", "")
+	require.NotEqual(t, b, create("u", ""), "no key, no idempotency")
+	require.Empty(t, p.At(p.Lookup(b)).Key())
+	st, err := p.GetMachineStatus(ctx, &driverapi.GetMachineStatusRequest{Machine: driverapi.MachineRef{ProviderID: a}})
+	require.Equal(t, driverapi.Uninitialized, driverapi.CodeOf(err))
+	st.Metadata["team"] = "changed"
+	require.Equal(t, "a", p.At(0).Metadata["team"], "the response's map is a copy")
+}
+
 // Among the instances of a name, a call finds the one of its key, then
 // one of its UID (made for it or tagged with it), newest first; only
 // GetMachineStatus falls back to any instance of the name.
 func TestProviderFindsByKeyThenUIDThenName(t *testing.T) {
 	p := lifecycletest.NewProvider()
-	old := p.Add(lifecycletest.Instance{MachineName: "m-1", CreatorUID: "u-0", OwnerUID: "u-0", Key: "u-0/0", Initialized: true})
+	old := p.Add(lifecycletest.Instance{MachineName: "m-1", CreatorUID: "u-0", OwnerUID: "u-0", Initialized: true})
 	require.Equal(t, 0, old)
-	other := p.Add(lifecycletest.Instance{MachineName: "m-2", CreatorUID: "u-1", OwnerUID: "u-1", Key: "u-1/0"})
+	other := p.Add(lifecycletest.Instance{MachineName: "m-2", CreatorUID: "u-1", OwnerUID: "u-1"})
 
 	st := p.Invoke(call(driverapi.MethodGetStatus, "m-1", "u-1", 0, ""))
 	require.True(t, st.OK(), "GetMachineStatus finds another incarnation's instance by the name")
