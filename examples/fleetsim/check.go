@@ -2,6 +2,7 @@ package fleetsim
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -142,13 +143,13 @@ func (w *shard) checkMetadata(mi int32, d *lifecycle.Decision) {
 		return // not in sync
 	}
 	i := m.ip - 1
-	if i < 0 || w.inst[i].providerID != st.ProviderID {
+	if i < 0 || w.vm(i).ProviderID != st.ProviderID {
 		i = w.instByPID(st.ProviderID)
 	}
-	if i < 0 || !w.inst[i].alive {
+	if i < 0 || !w.alive(i) {
 		return
 	}
-	if x := &w.inst[i]; x.meta != metaVersion(m.mv) || verify && x.ownerTag != m.obj.UID {
+	if w.inst[i].meta != metaVersion(m.mv) || verify && w.vm(i).OwnerUID != m.obj.UID {
 		w.checkMetadataDiffers(mi, i, d)
 	}
 }
@@ -156,10 +157,10 @@ func (w *shard) checkMetadata(mi int32, d *lifecycle.Decision) {
 // checkMetadataDiffers: instance i of machine mi differs from what the
 // machine asks, so the decision's status must not report it in sync.
 func (w *shard) checkMetadataDiffers(mi, i int32, d *lifecycle.Decision) {
-	m, x := &w.machines[mi], &w.inst[i]
+	m, x := &w.machines[mi], w.vm(i)
 	if lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: d.Status}).MetadataInSync {
 		w.broken(mi, d, fmt.Sprintf("metadata reported in sync while instance %s carries %v owner %q, and the machine asks %v owner %q",
-			x.providerID, w.t.meta.of(x.meta), x.ownerTag, m.obj.Metadata, m.obj.UID))
+			x.ProviderID, x.Metadata, x.OwnerUID, m.obj.Metadata, m.obj.UID))
 	}
 }
 
@@ -177,7 +178,7 @@ func (w *shard) checkDelete(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 	case lifecycle.RuleCreateForeignInstance:
 		i := w.instByPID(c.Machine.ProviderID)
 		if c.Machine.ProviderID == "" || c.Machine.UID == in.Object.UID ||
-			i >= 0 && w.inst[i].ownerTag == in.Object.UID {
+			i >= 0 && w.vm(i).OwnerUID == in.Object.UID {
 			w.broken(mi, d, "DeleteMachine of an instance not proven foreign")
 		}
 		if i >= 0 {
@@ -209,14 +210,13 @@ func (w *shard) checkDelete(mi int32, in *lifecycle.Input, d *lifecycle.Decision
 // the status says.
 func (w *shard) checkDrained(mi int32, d *lifecycle.Decision) {
 	c := &d.Call
-	i := w.find(&c.Machine, c.Attempt, false)
+	i := int32(w.p.Find(c))
 	if i < 0 {
 		return // nothing alive to delete
 	}
-	x := &w.inst[i]
-	if n := &x.node; n.exists && !n.drained && !n.forced && n.pods > 0 {
+	if n := &w.inst[i].node; n.exists && !n.drained && !n.forced && n.pods > 0 {
 		w.broken(mi, d, fmt.Sprintf("DeleteMachine of instance %s while the world saw its node %s neither drained nor force-drained (%d pods)",
-			x.providerID, x.nodeName, n.pods))
+			w.vm(i).ProviderID, w.vm(i).NodeName, n.pods))
 	}
 }
 
@@ -226,7 +226,7 @@ func (w *shard) checkDrained(mi int32, d *lifecycle.Decision) {
 // world's clock, less the tolerance of the clock faults.
 func (w *shard) checkPredecessor(mi, i int32, in *lifecycle.Input, d *lifecycle.Decision) {
 	x := &w.inst[i]
-	if !x.alive || !x.node.exists || x.node.pods == 0 {
+	if !w.alive(i) || !x.node.exists || x.node.pods == 0 {
 		return
 	}
 	wait := w.cfg.PredecessorWait
@@ -239,7 +239,7 @@ func (w *shard) checkPredecessor(mi, i int32, in *lifecycle.Input, d *lifecycle.
 	since := w.machines[mi].obj.CreationTime.UnixNano()
 	if age := time.Duration(w.stepNow - since); age < wait-time.Duration(w.tolerance) {
 		w.broken(mi, d, fmt.Sprintf("DeleteMachine of instance %s of another incarnation while its node %s has %d pods, %s after the machine's creation (the wait is %s)",
-			x.providerID, x.nodeName, x.node.pods, age, wait))
+			w.vm(i).ProviderID, w.vm(i).NodeName, x.node.pods, age, wait))
 	}
 }
 
@@ -253,12 +253,11 @@ func (w *shard) checkHealthFailed(mi int32, now int64) {
 	if i < 0 {
 		return // no instance the world knows: nothing to judge by
 	}
-	x := &w.inst[i]
 	since := now // healthy now: unhealthy for no time at all
-	if n := &x.node; !x.alive || !n.exists || n.ready != lifecycle.ConditionTrue {
+	if n := &w.inst[i].node; !w.alive(i) || !n.exists || n.ready != lifecycle.ConditionTrue {
 		since = n.badSince
 		if since == 0 {
-			since = x.created
+			since = w.vm(i).Created.UnixNano()
 		}
 	}
 	from := max(since, w.recovered)
@@ -388,10 +387,9 @@ func (w *shard) checkFinalizerRemoval(mi int32, in *lifecycle.Input, d *lifecycl
 	if name := d.Status.NodeName; name != "" && w.nodeNamed(name) >= 0 && w.inst[w.nodeNamed(name)].mi == mi {
 		w.broken(mi, d, "finalizer removed while its node "+name+" exists")
 	}
-	slot := w.machines[mi].slot
-	for i := w.slotInst[slot]; i >= 0; i = w.inst[i].prevInSlot {
-		if x := &w.inst[i]; x.alive && x.creator == in.Object.UID {
-			w.broken(mi, d, "finalizer removed while its instance "+x.providerID+" is alive (a leaked VM)")
+	for i := int(w.slotInst[w.machines[mi].slot]); i >= 0; i = w.p.Older(i) {
+		if x := w.p.At(i); !x.Deleted && x.CreatorUID == in.Object.UID {
+			w.broken(mi, d, "finalizer removed while its instance "+x.ProviderID+" is alive (a leaked VM)")
 		}
 	}
 }
@@ -433,13 +431,13 @@ func (w *shard) finalChecks() {
 	orphans := 0
 	alive := make([]uint8, len(w.machines))
 	for i := range w.inst {
-		x := &w.inst[i]
-		if !x.alive {
+		x, v := &w.inst[i], w.vm(int32(i))
+		if v.Deleted {
 			continue
 		}
 		if !recorded[i] {
 			orphans++
-			w.violation(x.mi, "orphan VM at the end: "+x.providerID+" (created for "+x.creator+") is recorded by no machine")
+			w.violation(x.mi, "orphan VM at the end: "+v.ProviderID+" (created for "+v.CreatorUID+") is recorded by no machine")
 		}
 		if alive[x.mi]++; alive[x.mi] == 2 {
 			w.violation(x.mi, "two instances alive at the end for one machine UID")
@@ -456,7 +454,7 @@ func (w *shard) checkAvailable(mi int32) {
 	if !w.cfg.NoTargetCluster {
 		w.violation(mi, "Available at the end with a target cluster")
 	}
-	if i := w.instByPID(m.st.ProviderID); i < 0 || !w.inst[i].alive {
+	if i := w.instByPID(m.st.ProviderID); i < 0 || !w.alive(i) {
 		w.violation(mi, "Available at the end, but its instance "+m.st.ProviderID+" is gone")
 	}
 }
@@ -475,18 +473,18 @@ func (w *shard) checkRunning(mi int32, mem *lifecycle.Member) {
 		w.violation(mi, "metadata not in sync at the end: "+lifecycle.Describe(&m.st, m.obj.Name))
 	}
 	i := w.instByPID(m.st.ProviderID)
-	if i < 0 || !w.inst[i].alive {
+	if i < 0 || !w.alive(i) {
 		w.violation(mi, "Running at the end, but its instance "+m.st.ProviderID+" is gone")
 		return
 	}
-	x := &w.inst[i]
-	if !nr && x.gen != m.obj.UpdateGeneration {
-		w.violation(mi, fmt.Sprintf("the instance runs generation %d at the end, not %d", x.gen, m.obj.UpdateGeneration))
+	x := w.vm(i)
+	if !nr && x.Generation != m.obj.UpdateGeneration {
+		w.violation(mi, fmt.Sprintf("the instance runs generation %d at the end, not %d", x.Generation, m.obj.UpdateGeneration))
 	}
-	if want, _ := codeOf(m.obj.Metadata); x.meta != want || x.ownerTag != m.obj.UID {
-		w.violation(mi, fmt.Sprintf("the instance's metadata differs at the end: %v owner %q", w.t.meta.of(x.meta), x.ownerTag))
+	if !maps.Equal(x.Metadata, m.obj.Metadata) || x.OwnerUID != m.obj.UID {
+		w.violation(mi, fmt.Sprintf("the instance's metadata differs at the end: %v owner %q", x.Metadata, x.OwnerUID))
 	}
-	n := &x.node
+	n := &w.inst[i].node
 	switch {
 	case !n.exists || n.ready != lifecycle.ConditionTrue:
 		w.violation(mi, "Running at the end without a Ready node")

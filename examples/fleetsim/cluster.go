@@ -16,8 +16,8 @@ import (
 // nodeNamed returns the instance holding the node of that name, -1 if no
 // such node exists.
 func (w *shard) nodeNamed(name string) int32 {
-	i := tailNum(name)
-	if i < 0 || i >= len(w.inst) || w.inst[i].nodeName != name || !w.inst[i].node.exists {
+	i := w.p.NodeOwner(name)
+	if i < 0 || !w.inst[i].node.exists {
 		return -1
 	}
 	return int32(i)
@@ -30,8 +30,8 @@ func (w *shard) predecessorTerminating(m *machine) bool {
 	if m.st.ProviderID != "" || m.st.Phase != phase.None && m.st.Phase != phase.CrashLoopBackOff {
 		return false // only a machine being created asks
 	}
-	for i := w.slotInst[m.slot]; i >= 0; i = w.inst[i].prevInSlot {
-		if x := &w.inst[i]; x.alive && x.creator != m.obj.UID && x.node.exists {
+	for i := int(w.slotInst[m.slot]); i >= 0; i = w.p.Older(i) {
+		if x := w.p.At(i); !x.Deleted && x.CreatorUID != m.obj.UID && w.inst[i].node.exists {
 			return true
 		}
 	}
@@ -73,9 +73,8 @@ func (w *shard) shellObserver() lifecycle.Observer {
 
 // nodeView returns what the lifecycle reads of the node of instance i.
 func (w *shard) nodeView(i int32) lifecycle.Node {
-	in := &w.inst[i]
-	n := &in.node
-	v := lifecycle.Node{Name: in.nodeName, ProviderID: in.providerID, Conditions: n.conds, Taints: n.taints,
+	x, n := w.vm(i), &w.inst[i].node
+	v := lifecycle.Node{Name: x.NodeName, ProviderID: x.ProviderID, Conditions: n.conds, Taints: n.taints,
 		Deleting: n.deleting, VolumesAttached: int(n.volumes)}
 	if n.label > 0 {
 		v.MachineName = w.names[n.label-1]
@@ -130,7 +129,7 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 func (w *shard) register(i int32) {
 	in := &w.inst[i]
 	n := &in.node
-	if !in.alive || in.stale || n.registered {
+	if !w.alive(i) || in.stale || n.registered {
 		return
 	}
 	n.exists, n.registered, n.finalizer = true, true, true
@@ -139,7 +138,7 @@ func (w *shard) register(i int32) {
 		n.volumes, n.attach = 1, 1
 	}
 	if w.tracing(in.mi) {
-		w.note(in.mi, "node "+in.nodeName+" registers")
+		w.note(in.mi, "node "+w.vm(i).NodeName+" registers")
 	}
 	w.recent[w.recentNext] = i
 	w.recentNext = (w.recentNext + 1) % len(w.recent)
@@ -153,13 +152,13 @@ func (w *shard) register(i int32) {
 func (w *shard) rejoin(i int32) {
 	in := &w.inst[i]
 	n := &in.node
-	if !in.alive || n.exists {
+	if !w.alive(i) || n.exists {
 		return
 	}
 	n.exists, n.finalizer, n.conds = true, true, nil
 	n.taints = lifecycle.InstanceNotReady
 	if w.tracing(in.mi) {
-		w.note(in.mi, "node "+in.nodeName+" registers again")
+		w.note(in.mi, "node "+w.vm(i).NodeName+" registers again")
 	}
 	w.refreshNode(i)
 }
@@ -174,7 +173,7 @@ func (w *shard) refreshNode(i int32) {
 	}
 	want := lifecycle.ConditionTrue
 	switch {
-	case !in.alive || n.dead || n.down > 0:
+	case !w.alive(i) || n.dead || n.down > 0:
 		want = lifecycle.ConditionUnknown
 	case !n.booted:
 		want = lifecycle.ConditionFalse
@@ -191,7 +190,7 @@ func (w *shard) refreshNode(i int32) {
 	n.ready = want
 	n.conds = []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: want, Since: lifecycle.Stamp(w.now)}}
 	if w.tracing(in.mi) {
-		w.note(in.mi, "node "+in.nodeName+" Ready="+want.String())
+		w.note(in.mi, "node "+w.vm(i).NodeName+" Ready="+want.String())
 	}
 	w.nodeChanged(i)
 }
@@ -209,7 +208,7 @@ func (w *shard) removeNode(i int32) {
 	}
 	n.label = 0
 	if w.tracing(w.inst[i].mi) {
-		w.note(w.inst[i].mi, "node "+w.inst[i].nodeName+" is deleted")
+		w.note(w.inst[i].mi, "node "+w.vm(i).NodeName+" is deleted")
 	}
 	w.nodeChanged(i)
 }
@@ -411,10 +410,10 @@ func (w *shard) checkForeignNode(mi, i int32, e *lifecycle.Effect) {
 		return
 	}
 	m := &w.machines[mi]
-	in := &w.inst[i]
-	if in.providerID == m.st.ProviderID || in.creator == m.obj.UID {
+	x := w.vm(i)
+	if x.ProviderID == m.st.ProviderID || x.CreatorUID == m.obj.UID {
 		return
 	}
-	w.violation(mi, e.Kind.String()+" of node "+in.nodeName+", which belongs to instance "+in.providerID+
+	w.violation(mi, e.Kind.String()+" of node "+x.NodeName+", which belongs to instance "+x.ProviderID+
 		" of another incarnation")
 }

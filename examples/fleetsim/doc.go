@@ -10,8 +10,9 @@
 // reconciled by the caller's loop of package lifecycle (persist first,
 // effects in order, outcome fed back, requeue), written here without
 // allocating: machines live in a slice of structs, one lifecycle.Decision
-// per shard is reused with lifecycle.StepInto, and the provider answers
-// driver calls as plain data. An event queue ordered by simulated time
+// per shard is reused with lifecycle.StepInto, and the provider (the
+// in-memory lifecycletest.Provider, its faults drawn by the simulator)
+// answers driver calls as plain data. An event queue ordered by simulated time
 // holds each machine's next reconcile (at Decision.Requeue, or at once on a
 // watch event: its node registered, turned Ready or NotReady, was deleted;
 // its spec changed) and the world's own events. The provider's instances

@@ -5,6 +5,7 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -284,22 +285,13 @@ func (w *shard) collectOrphans() {
 	if w.observer.Degraded {
 		return // the cloud API cannot be trusted now
 	}
+	// The listing is the provider's, into a buffer the shard reuses; its
+	// fault is drawn as a call's.
 	w.stats.Calls[driverapi.MethodList]++
-	if w.faulty && w.t.faults.total[driverapi.MethodList] > 0 {
-		if out := w.t.faults.pick(driverapi.MethodList, w.rng.Float64()); out != 0 {
-			w.stats.CallFaults[driverapi.MethodList]++
-			w.stats.FaultOutcomes[out]++
-			return
-		}
+	if w.driverFault(driverapi.MethodList) != (lifecycletest.Fault{}) {
+		return
 	}
-	w.list = w.list[:0]
-	for i := range w.inst {
-		in := &w.inst[i]
-		if in.alive {
-			w.list = append(w.list, driverapi.Instance{ProviderID: in.providerID, MachineName: w.names[in.slot],
-				OwnerUID: in.ownerTag, Created: tm(in.created)})
-		}
-	}
+	w.list = w.p.List(w.list[:0])
 	members := w.members[:0]
 	in := &w.fleetIn
 	in.Observer = w.observer
@@ -322,7 +314,8 @@ func (w *shard) collectOrphans() {
 				w.note(w.inst[i].mi, "orphan collection deletes instance "+c.Machine.ProviderID)
 			}
 		}
-		if r, _ := w.invoke(-1, c, w.now); r.OK() {
+		var r driverapi.Result
+		if w.invoke(&r, -1, c, w.now); r.OK() {
 			w.stats.OrphansDeleted++
 		}
 	}
@@ -334,7 +327,7 @@ func (w *shard) collectOrphans() {
 func (w *shard) recorder(i int32) int32 {
 	in := &w.inst[i]
 	for _, mi := range [2]int32{in.mi, w.slotMachine[in.slot]} {
-		if m := &w.machines[mi]; !m.gone() && m.st.ProviderID == in.providerID {
+		if m := &w.machines[mi]; !m.gone() && m.st.ProviderID == w.vm(i).ProviderID {
 			return mi
 		}
 	}
@@ -350,7 +343,7 @@ func (w *shard) outageBegins() {
 	}
 	for i := range w.inst {
 		n := &w.inst[i].node
-		if n.exists && w.inst[i].alive && w.chance(w.o.OutageNotReady) {
+		if n.exists && w.alive(int32(i)) && w.chance(w.o.OutageNotReady) {
 			n.down++
 			w.outageNodes = append(w.outageNodes, int32(i))
 			w.stats.OutageNotReady++

@@ -2,11 +2,11 @@ package fleetsim
 
 // Instance metadata is drawn from a small vocabulary: three keys with three
 // values each. A set of key values is a metaCode, two bits per key (0:
-// absent, 1..3: the value), so the provider keeps an instance's metadata in
-// one byte, and every map the simulator hands out (desired metadata,
-// GetMachineStatus answers, persisted observations) is one of 64 maps built
-// once per run and shared read-only: the lifecycle never writes a map it is
-// given, and an equal map is as good as the one it built.
+// absent, 1..3: the value). The desired metadata of every machine is one
+// of 64 maps built once per run and shared read-only: the lifecycle never
+// writes a map it is given, and the provider keeps the map a CreateMachine
+// gives it until an UpdateMetadata changes the instance's metadata (then
+// the instance has a map of its own).
 
 const metaKeyCount = 3
 
@@ -101,16 +101,6 @@ func codeOf(m map[string]string) (metaCode, bool) {
 		n++
 	}
 	return c, n == len(m)
-}
-
-// keyIndex returns the index of a key, -1 when it is not one.
-func keyIndex(key string) int {
-	for k := range metaKeyCount {
-		if metaKey(k) == key {
-			return k
-		}
-	}
-	return -1
 }
 
 // valueIndex returns the index of value v of key k, -1 when it is not one.

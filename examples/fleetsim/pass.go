@@ -82,9 +82,7 @@ func (w *shard) pass(mi int32) {
 		for k := range effects {
 			e := &effects[k]
 			if e.Kind == lifecycle.KindCallDriver {
-				r, lat := w.invoke(mi, &d.Call, now)
-				out.Result = r
-				now += lat
+				now += w.invoke(&out.Result, mi, &d.Call, now)
 			} else if wr, msg := w.apply(mi, e, now); wr != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
 				out.Stopped, out.Error = wr, msg
 				break

@@ -22,7 +22,8 @@ func world(t *testing.T) *shard {
 
 func call(w *shard, m driverapi.Method, attempt uint32, pid string) driverapi.Result {
 	o := &w.machines[0].obj
-	r, _ := w.invoke(0, &driverapi.Call{Method: m, Attempt: attempt, Generation: 3, Metadata: o.Metadata,
+	var r driverapi.Result
+	w.invoke(&r, 0, &driverapi.Call{Method: m, Attempt: attempt, Generation: 3, Metadata: o.Metadata,
 		Machine: driverapi.MachineRef{Name: o.Name, UID: o.UID, ProviderID: pid}}, w.now)
 	return r
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 )
 
 // epoch is the simulated time the run starts at.
@@ -148,13 +149,21 @@ type shard struct {
 	owners      []owner
 	names       []string // by name slot
 	slotNode    []int32  // instance+1 of the node labelled with the slot's name
-	slotInst    []int32  // newest instance created for the slot's name, -1 none
+	slotInst    []int32  // newest instance made for the slot's name, -1 none (the provider's Newest, kept at hand)
 	slotMachine []int32  // newest machine of the slot's name
-	inst        []instance
-	recent      [32]int32 // recently registered nodes (their instances), for the stale-node fault
-	recentNext  int
-	uidSeq      int
-	creates     int
+	// p is the provider; inst the simulation's side of its instances, by
+	// the same index. caller and callAt are the machine (-1: orphan
+	// collection) and the time of the call it is carrying out; adding is
+	// set while it makes a second instance for the duplicate-create hook.
+	p          *lifecycletest.Provider
+	inst       []instance
+	caller     int32
+	callAt     int64
+	adding     bool
+	recent     [32]int32 // recently registered nodes (their instances), for the stale-node fault
+	recentNext int
+	uidSeq     int
+	creates    int
 
 	// Scratch, reused so steps allocate nothing.
 	in      lifecycle.Input
@@ -236,6 +245,8 @@ func newShard(o *Options, t *tables, index int, tr *tracer) *shard {
 		}
 	}
 	w.machines = make([]machine, 0, size+size/4)
+	w.p = w.newProvider()
+	w.p.Grow(size + size/4)
 	w.inst = make([]instance, 0, size+size/4)
 	w.stats.Machines, w.stats.Owners = size, len(w.owners)
 	for i := range w.recent {
@@ -375,7 +386,7 @@ func (w *shard) handle(e *event) {
 			w.refreshNode(e.idx)
 		}
 	case evNodeGC:
-		if i := &w.inst[e.idx]; i.node.exists && !i.alive {
+		if w.inst[e.idx].node.exists && !w.alive(e.idx) {
 			w.removeNode(e.idx)
 		}
 	case evUpdate, evMetadata, evScaleDown:
