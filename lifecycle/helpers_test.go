@@ -80,7 +80,13 @@ func step(t *testing.T, cfg lifecycle.Config, in lifecycle.Input) lifecycle.Deci
 	return d
 }
 
-func checkDecision(t *testing.T, in lifecycle.Input, d lifecycle.Decision) {
+// checker is what checkDecision reports to: a *testing.T, or a recorder.
+type checker interface {
+	require.TestingT
+	Helper()
+}
+
+func checkDecision(t checker, in lifecycle.Input, d lifecycle.Decision) {
 	t.Helper()
 	calls := 0
 	for i, e := range d.Effects.Slice() {

@@ -1,12 +1,16 @@
 // Package lifecycletest is the test harness of package lifecycle, shipped for
 // users as etcd ships rafttest: a checker of the promises every decision keeps
 // (listed on [Check]), rapid generators of inputs, a fault-injecting in-memory
-// driver, and an exhaustive bounded exploration of one machine's world
-// ([Explore]) that reports every decision it observed and checks that, once
-// faults stop, every machine reaches the end expected of it. Use it in
-// property tests of a controller that embeds the lifecycle, or of the
-// lifecycle itself; the lifecycle's model check and the flow diagrams of
-// doc/diagrams.md run [Explorations].
+// cloud ([Provider]) that the examples and the fleet simulator share, scenario
+// scripts ([Script]) that tell one machine's story as commands and expected
+// outputs, played by the harness's own loop or by the caller's [Shell], and
+// an exhaustive bounded exploration of one machine's world ([Explore]) that
+// reports every decision it observed and checks that, once faults stop,
+// every machine reaches the end expected of it. Use it in property and
+// scenario tests of a controller that embeds the lifecycle, or of the
+// lifecycle itself; the lifecycle's scenario scripts (lifecycle/testdata/
+// scripts), its model check and the flow diagrams of doc/diagrams.md run on
+// it.
 //
 // It is the one non-test package of the module that imports
 // pgregory.net/rapid; programs that import only the core never pull it.

@@ -1,4 +1,4 @@
-package lifecycle_test
+package lifecycletest
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// This file is the world of the scenario scripts outside the provider: the
-// nodes, the object and token writes the effects make, and the renderings
-// of the status, the MCM record and the world.
+// This file is the world of a Script outside the provider: the nodes, the
+// object and token writes the effects make, and the renderings of the
+// status, the MCM record and the world.
 
 // scriptNode is a node object.
 type scriptNode struct {
@@ -97,14 +97,17 @@ func (e *scriptEnv) machineNode() *scriptNode {
 }
 
 // instance returns the machine's instance at the provider: the recorded
-// one, else the newest one created for this incarnation.
-func (e *scriptEnv) instance() *scriptInstance {
+// one, else the newest one created for this incarnation; nil for none.
+func (e *scriptEnv) instance() *Instance {
 	if pid := e.status.ProviderID; pid != "" {
-		return e.prov.find(driverapi.MachineRef{ProviderID: pid}, "")
+		if n := e.prov.Lookup(pid); n >= 0 && !e.prov.At(n).Deleted {
+			return e.prov.At(n)
+		}
+		return nil
 	}
-	for i := len(e.prov.instances) - 1; i >= 0; i-- {
-		if inst := e.prov.instances[i]; inst.machine == e.obj.Name && inst.owner == e.obj.UID {
-			return inst
+	for n := e.prov.Newest(e.obj.Name); n >= 0; n = e.prov.Older(n) {
+		if i := e.prov.At(n); !i.Deleted && i.OwnerUID == e.obj.UID {
+			return i
 		}
 	}
 	return nil
@@ -142,7 +145,7 @@ func (e *scriptEnv) cmdNode(c *scriptCmd) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		n := &scriptNode{name: i.node, providerID: i.providerID, ready: lifecycle.ConditionFalse,
+		n := &scriptNode{name: i.NodeName, providerID: i.ProviderID, ready: lifecycle.ConditionFalse,
 			readySince: lifecycle.StampOf(e.now), taints: lifecycle.InstanceNotReady, finalizer: true,
 			volumes: volumes, attachments: volumes}
 		e.nodes = append(e.nodes, n)
@@ -316,7 +319,7 @@ func scriptResult(r driverapi.Result, note string) string {
 		parts = append(parts, "generation="+strconv.FormatInt(r.Generation, 10))
 	}
 	if r.Method == driverapi.MethodGetStatus && r.ProviderID != "" {
-		parts = append(parts, "metadata="+scriptMap(r.Metadata))
+		parts = append(parts, "metadata="+mapString(r.Metadata))
 	}
 	s := strings.Join(parts, " ")
 	if note != "" {
@@ -373,7 +376,7 @@ func (e *scriptEnv) statusString() string {
 		fmt.Fprintf(&b, "\ngeneration applied=%d rejected=%d", st.AppliedGeneration, st.RejectedGeneration)
 	}
 	if !st.MetadataObserved.IsZero() {
-		fmt.Fprintf(&b, "\nmetadata=%s observed %s", scriptMap(st.Metadata), e.rel(st.MetadataObserved.Time()))
+		fmt.Fprintf(&b, "\nmetadata=%s observed %s", mapString(st.Metadata), e.rel(st.MetadataObserved.Time()))
 	}
 	if len(st.Conditions) > 0 {
 		var cs []string

@@ -1,27 +1,26 @@
-package lifecycle_test
+package lifecycletest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
-	"github.com/purelifecycle/machine/phase"
 )
 
-// scriptEnv plays the shell of ONE machine for the scenario scripts: it
-// holds the config, the machine object, the persisted status, the nodes,
-// the bootstrap token, the tiny provider, the clock, and the decision whose
-// outcome is pending. Step is only ever called through it, with the input
+// scriptEnv plays the shell of ONE machine for a Script: it holds the
+// config, the machine object, the persisted status, the nodes, the
+// bootstrap token, the provider, the clock, and the decision whose outcome
+// is pending. The harness's own steps call Step through it, with the input
 // the shell would observe.
 type scriptEnv struct {
-	t        *testing.T
+	opts     ScriptOptions
 	cfg      lifecycle.Config
 	t0, now  time.Time
 	obj      lifecycle.Object
@@ -33,8 +32,9 @@ type scriptEnv struct {
 	expiry   lifecycle.Stamp
 	observer lifecycle.Observer
 	grant    lifecycle.Grant
-	prov     *scriptProvider
-	pdb      bool // a pod disruption budget makes every unforced drain fail
+	prov     *Provider
+	note     string // what the provider said it did in the current call
+	pdb      bool   // a pod disruption budget makes every unforced drain fail
 
 	// The pass in progress.
 	pending *lifecycle.Decision // a decision whose effects await `outcome`
@@ -43,12 +43,19 @@ type scriptEnv struct {
 	steps   int                 // steps taken in this pass
 }
 
-func newScriptEnv(t *testing.T) *scriptEnv {
-	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	return &scriptEnv{t: t, cfg: lifecycle.DefaultConfig(), t0: t0, now: t0, prov: newScriptProvider()}
+func newScriptEnv(opts ScriptOptions) *scriptEnv {
+	e := &scriptEnv{opts: opts, cfg: lifecycle.DefaultConfig(), t0: Epoch, now: Epoch, prov: NewProvider()}
+	e.prov.IDPrefix, e.prov.NodePrefix = "tiny:///vm-", "ip-10-0-0-"
+	e.prov.Log = func(note string) {
+		if e.note != "" {
+			note = e.note + "; " + note
+		}
+		e.note = note
+	}
+	return e
 }
 
-// handle runs one command. Each case names the command's usage.
+// handle runs one command; Script's doc lists them.
 func (e *scriptEnv) handle(c *scriptCmd) (string, error) {
 	var out string
 	var err error
@@ -129,63 +136,6 @@ func (e *scriptEnv) handle(c *scriptCmd) (string, error) {
 	return out, c.unused()
 }
 
-func (e *scriptEnv) cmdNew(c *scriptCmd) (string, error) {
-	name, uid := c.str("name", ""), c.str("uid", "")
-	if name == "" || uid == "" {
-		return "", errors.New("new needs name= and uid=")
-	}
-	o := lifecycle.Object{Name: name, UID: uid, Owner: c.str("owner", "ms-1"), CreationTime: e.now}
-	var err error
-	if o.Overrides.CreationTimeout, err = scriptDuration(c, "creation-timeout"); err != nil {
-		return "", err
-	}
-	if o.Overrides.HealthTimeout, err = scriptDuration(c, "health-timeout"); err != nil {
-		return "", err
-	}
-	if o.Overrides.DrainTimeout, err = scriptDuration(c, "drain-timeout"); err != nil {
-		return "", err
-	}
-	if c.str("target-cluster", "true") == "false" {
-		e.cfg.NoTargetCluster = true
-	}
-	e.obj, e.gone, e.status = o, false, lifecycle.Status{}
-	e.pending, e.outcome, e.steps = nil, nil, 0
-	return fmt.Sprintf("machine %s uid=%s owner=%s created at %s", name, uid, o.Owner, e.rel(e.now)), nil
-}
-
-func (e *scriptEnv) cmdConfig(c *scriptCmd) error {
-	durations := []struct {
-		key string
-		to  *time.Duration
-	}{
-		{"creation-timeout", &e.cfg.CreationTimeout}, {"health-timeout", &e.cfg.HealthTimeout},
-		{"drain-timeout", &e.cfg.DrainTimeout}, {"wait-check", &e.cfg.WaitCheck},
-	}
-	for _, d := range durations {
-		if c.has(d.key) {
-			v, err := time.ParseDuration(c.args[d.key])
-			if err != nil {
-				return err
-			}
-			*d.to = v
-		}
-	}
-	if c.has("replacements") {
-		n, err := strconv.Atoi(c.args["replacements"])
-		if err != nil {
-			return err
-		}
-		e.cfg.Replacements = lifecycle.ReplacementLimit{Count: n}
-	}
-	if c.has("no-target-cluster") {
-		e.cfg.NoTargetCluster = c.args["no-target-cluster"] == "true"
-	}
-	if c.has("verify-owner") {
-		e.cfg.VerifyOwner = c.args["verify-owner"] == "true"
-	}
-	return e.cfg.Validate()
-}
-
 // input is what the shell observes now, fed with the pending outcome.
 func (e *scriptEnv) input() lifecycle.Input {
 	in := lifecycle.Input{Now: e.now, Status: e.status, TokenExists: e.token, Observer: e.observer,
@@ -208,17 +158,43 @@ func (e *scriptEnv) input() lifecycle.Input {
 	return in
 }
 
+// decide calls Step for in and checks the decision: the input unchanged,
+// the decision deterministic, the promises Check lists, and the options'
+// Check.
+func (e *scriptEnv) decide(in lifecycle.Input) (lifecycle.Decision, error) {
+	before := deepCopyInput(in)
+	d := lifecycle.Step(e.cfg, in)
+	if !reflect.DeepEqual(before, in) {
+		return d, errors.New("Step changed its input")
+	}
+	if again := lifecycle.Step(e.cfg, before); !reflect.DeepEqual(d, again) {
+		return d, errors.New("Step is not deterministic")
+	}
+	if err := Check(&e.cfg, &in, &d); err != nil {
+		return d, err
+	}
+	if e.opts.Check != nil {
+		if err := e.opts.Check(&e.cfg, &in, &d); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
 // step takes one step and persists its status first, as the shell must.
-func (e *scriptEnv) step(persist lifecycle.Write) lifecycle.Decision {
+func (e *scriptEnv) step(persist lifecycle.Write) (lifecycle.Decision, error) {
 	in := e.input()
-	d := step(e.t, e.cfg, in) // helpers_test.go: also checks the per-decision promises
+	d, err := e.decide(in)
+	if err != nil {
+		return d, err
+	}
 	e.outcome, e.created = nil, ""
 	e.steps++
 	switch {
 	case d.Changed && persist != lifecycle.WriteOK:
 		// The save failed: nothing is carried out, the next step learns it.
 		e.outcome = &lifecycle.Outcome{OpID: d.OpID, Persist: persist}
-		return d
+		return d, nil
 	case d.Changed:
 		e.status, e.savedAt = d.Status, e.now
 	}
@@ -230,7 +206,7 @@ func (e *scriptEnv) step(persist lifecycle.Write) lifecycle.Decision {
 	default:
 		e.pending = &d
 	}
-	return d
+	return d, nil
 }
 
 func (e *scriptEnv) cmdStep(c *scriptCmd) (string, error) {
@@ -245,7 +221,10 @@ func (e *scriptEnv) cmdStep(c *scriptCmd) (string, error) {
 		}
 	}
 	before := e.status.LastOp
-	d := e.step(persist)
+	d, err := e.step(persist)
+	if err != nil {
+		return "", err
+	}
 	out := d.String()
 	if d.Changed && persist != lifecycle.WriteOK {
 		out += "\n  persist: " + persist.String() + ", nothing carried out"
@@ -317,7 +296,7 @@ func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecy
 			break
 		}
 		if eff.Kind == lifecycle.KindCallDriver {
-			e.prov.note = ""
+			e.note = ""
 			r := driverapi.Result{}
 			if override != nil {
 				r = *override
@@ -326,7 +305,7 @@ func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecy
 			}
 			out.Result = r
 			out.Ran++
-			lines = append(lines, "  call "+lifecycle.CallString(d.Call)+" => "+scriptResult(r, e.prov.note))
+			lines = append(lines, "  call "+lifecycle.CallString(d.Call)+" => "+scriptResult(r, e.note))
 			continue
 		}
 		w, err := e.apply(eff)
@@ -350,18 +329,25 @@ func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecy
 	return lines
 }
 
-// cmdPass runs a whole reconcile pass as the caller's obligations say,
-// continuing the pass in progress if an outcome is pending.
+// cmdPass runs a whole reconcile pass as the caller's obligations say: the
+// options' Shell's, or the harness's own loop, which continues the pass in
+// progress if an outcome is pending.
 func (e *scriptEnv) cmdPass() (string, error) {
 	if e.pending != nil {
 		return "", errors.New("the previous decision's effects are pending: run outcome or crash first")
+	}
+	if e.opts.Shell != nil {
+		return e.shellPass()
 	}
 	var b strings.Builder
 	before := e.status.LastOp
 	var d lifecycle.Decision
 	for {
 		n := e.steps + 1
-		d = e.step(lifecycle.WriteOK)
+		var err error
+		if d, err = e.step(lifecycle.WriteOK); err != nil {
+			return "", err
+		}
 		fmt.Fprintf(&b, "%d %s: phase=%s stage=%s", n, d.Rule, d.Status.Phase.Label(), d.Status.Stage)
 		if d.Changed {
 			b.WriteString(", saved")
@@ -386,7 +372,15 @@ func (e *scriptEnv) cmdPass() (string, error) {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "requeue %s", d.Requeue)
+	e.passEnd(&b, &d, before)
+	return b.String(), nil
+}
+
+// passEnd writes the end of a pass's output: the requeue and wait of its
+// last decision d, and the last operation when the pass changed it from
+// before.
+func (e *scriptEnv) passEnd(b *strings.Builder, d *lifecycle.Decision, before lastop.Operation) {
+	fmt.Fprintf(b, "requeue %s", d.Requeue)
 	if d.Wait.For != lifecycle.WaitNone {
 		b.WriteString(", waiting for " + d.Wait.For.String())
 		if !d.Wait.Until.IsZero() {
@@ -396,7 +390,6 @@ func (e *scriptEnv) cmdPass() (string, error) {
 	if e.status.LastOp != before {
 		b.WriteString("\nlastop: " + scriptOp(&e.status, e.obj.Name))
 	}
-	return b.String(), nil
 }
 
 func (e *scriptEnv) cmdCrash() string {
@@ -409,180 +402,4 @@ func (e *scriptEnv) cmdCrash() string {
 	}
 	e.pending, e.outcome, e.created, e.steps = nil, nil, "", 0
 	return out + fmt.Sprintf("\npersisted status: phase=%s stage=%s", e.status.Phase.Label(), e.status.Stage)
-}
-
-func (e *scriptEnv) cmdTick(c *scriptCmd) (string, error) {
-	if len(c.pos) != 1 {
-		return "", errors.New("tick needs one duration")
-	}
-	d, err := time.ParseDuration(c.pos[0])
-	if err != nil {
-		return "", err
-	}
-	e.now = e.now.Add(d)
-	return "now " + e.rel(e.now), nil
-}
-
-func (e *scriptEnv) cmdDelete(force bool) string {
-	if e.obj.DeletionTime.IsZero() {
-		e.obj.DeletionTime = e.now
-	}
-	out := "deletion requested at " + e.rel(e.obj.DeletionTime)
-	if force {
-		e.obj.ForceDeletion = true
-		out += ", label force-deletion=true"
-	}
-	return out
-}
-
-func (e *scriptEnv) cmdObserver(c *scriptCmd) (string, error) {
-	if len(c.pos) != 1 || (c.pos[0] != "degraded" && c.pos[0] != "healthy") {
-		return "", errors.New("observer degraded|healthy")
-	}
-	e.observer = lifecycle.Observer{Degraded: c.pos[0] == "degraded", Since: e.now}
-	return "observer " + c.pos[0] + " since " + e.rel(e.now), nil
-}
-
-func (e *scriptEnv) cmdGrant(c *scriptCmd) (string, error) {
-	if c.has("fail") {
-		e.grant.Fail = c.args["fail"] == "true"
-		return fmt.Sprintf("grant fail=%t (by hand)", e.grant.Fail), nil
-	}
-	others, err := strconv.Atoi(c.str("in-flight", "0"))
-	if err != nil {
-		return "", err
-	}
-	fleet := []lifecycle.Member{lifecycle.MemberOf(&e.cfg, &lifecycle.Input{Object: e.obj, Status: e.status})}
-	for i := range others {
-		fleet = append(fleet, lifecycle.Member{Name: fmt.Sprintf("other-%d", i+1), UID: fmt.Sprintf("other-uid-%d", i+1),
-			Owner: e.obj.Owner, Phase: phase.Terminating, Deleting: true,
-			CreationTime: lifecycle.StampOf(e.t0), DeletionTime: lifecycle.StampOf(e.now)})
-	}
-	e.grant = lifecycle.Limit(nil, &e.cfg, e.now, e.observer, fleet)[0]
-	return fmt.Sprintf("limiter: fail=%t (owner %s: %d other machine(s) in flight, limit %d)",
-		e.grant.Fail, e.obj.Owner, others, e.cfg.Replacements.Count), nil
-}
-
-func (e *scriptEnv) cmdSpec(c *scriptCmd) (string, error) {
-	if c.has("generation") {
-		g, err := strconv.ParseInt(c.args["generation"], 10, 64)
-		if err != nil {
-			return "", err
-		}
-		e.obj.UpdateGeneration = g
-	}
-	if c.has("metadata") {
-		md := map[string]string{}
-		for _, kv := range strings.Split(c.args["metadata"], ",") {
-			if kv == "" {
-				continue
-			}
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return "", fmt.Errorf("metadata %q: want key=value", kv)
-			}
-			md[k] = v
-		}
-		e.obj.Metadata = md
-	}
-	return fmt.Sprintf("spec: generation=%d metadata=%s", e.obj.UpdateGeneration, scriptMap(e.obj.Metadata)), nil
-}
-
-func (e *scriptEnv) cmdProvider(c *scriptCmd) (string, error) {
-	if len(c.pos) == 0 {
-		return e.prov.String(), nil
-	}
-	switch c.pos[0] {
-	case "fail":
-		var m driverapi.Method
-		for _, x := range []driverapi.Method{driverapi.MethodCreate, driverapi.MethodInitialize, driverapi.MethodGetStatus,
-			driverapi.MethodDelete, driverapi.MethodUpdate, driverapi.MethodUpdateMetadata} {
-			if x.String() == c.str("method", "") {
-				m = x
-			}
-		}
-		if m == driverapi.MethodNone {
-			return "", fmt.Errorf("unknown method %q", c.args["method"])
-		}
-		code, err := driverapi.ParseCode(c.str("code", ""))
-		if err != nil {
-			return "", err
-		}
-		times, err := strconv.Atoi(c.str("times", "1"))
-		if err != nil {
-			return "", err
-		}
-		msg := c.str("msg", "scripted "+code.String())
-		e.prov.faults[m] = &scriptFault{code: code, msg: msg, times: times}
-		return fmt.Sprintf("%s fails with %s %q the next %d time(s)", m, code, msg, times), nil
-	case "drop-metadata":
-		times, err := strconv.Atoi(c.str("times", "1"))
-		if err != nil {
-			return "", err
-		}
-		keys := strings.Split(c.str("keys", ""), ",")
-		for range times {
-			e.prov.drop = append(e.prov.drop, keys)
-		}
-		return fmt.Sprintf("UpdateMetadata silently drops %s the next %d time(s)", strings.Join(keys, ","), times), nil
-	case "instance":
-		name, uid := c.str("name", e.obj.Name), c.str("uid", "")
-		i := e.prov.add(name, uid, uid+"/0", 0, nil)
-		i.initialized = c.str("initialized", "true") == "true"
-		return "provider: " + i.providerID + " of machine " + name + " owner " + uid + " node " + i.node, nil
-	}
-	return "", fmt.Errorf("unknown provider command %q", c.pos[0])
-}
-
-// cmdAdopt takes over a machine MCM was managing: the status is read from
-// MCM's phase and LastOperation record (its description parsed once), the
-// instance from spec.providerID and the node from the node label.
-func (e *scriptEnv) cmdAdopt(c *scriptCmd) (string, error) {
-	p, err := phase.Parse(c.str("phase", ""))
-	if err != nil {
-		return "", err
-	}
-	typ, err := lastop.ParseType(c.str("type", ""))
-	if err != nil {
-		return "", err
-	}
-	state, err := lastop.ParseState(c.str("state", ""))
-	if err != nil {
-		return "", err
-	}
-	var st lifecycle.Status
-	st.Phase, st.PhaseSince = p, lifecycle.StampOf(e.now)
-	st.LastOp, _ = lastop.FromLastOperation(lastop.LastOperation{Description: c.str("description", ""),
-		Type: typ, State: state, LastUpdateTime: e.now})
-	st.ProviderID, st.NodeName = c.str("provider-id", ""), c.str("node", "")
-	e.obj.ProviderID, e.obj.NodeLabel = st.ProviderID, st.NodeName
-	e.obj.Priority, e.obj.Finalizer = lifecycle.DefaultPriority, true
-	e.status, e.savedAt = st, e.now
-	return fmt.Sprintf("adopted: phase=%s lastop %s/%s parsed as %s (MCM's next step: %s)", p.Label(), typ, state,
-		st.LastOp.Desc, st.LastOp.Desc.Step()), nil
-}
-
-// rel renders a time relative to the start of the script.
-func (e *scriptEnv) rel(t time.Time) string {
-	if t.IsZero() {
-		return "unset"
-	}
-	return "T+" + t.Sub(e.t0).String()
-}
-
-// scriptDuration reads an optional duration argument (0 when absent).
-func scriptDuration(c *scriptCmd, k string) (time.Duration, error) {
-	if !c.has(k) {
-		return 0, nil
-	}
-	return time.ParseDuration(c.args[k])
-}
-
-func scriptWrite(s string) (lifecycle.Write, error) {
-	for _, w := range []lifecycle.Write{lifecycle.WriteOK, lifecycle.WriteConflict, lifecycle.WriteNotFound, lifecycle.WriteFailed} {
-		if strings.EqualFold(w.String(), s) || strings.EqualFold(strings.ReplaceAll(w.String(), "-", ""), s) {
-			return w, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown write result %q (ok, conflict, notfound, failed)", s)
 }
