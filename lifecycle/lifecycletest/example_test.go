@@ -110,3 +110,38 @@ func ExampleExplore() {
 	// Output:
 	// node health: 123 states, 493 transitions, 12 rules, 0 stuck
 }
+
+// Script the provider's faults and watch what each call does: the first
+// InitializeMachine fails, a repeated CreateMachine finds its instance by
+// its idempotency key, and an UpdateMetadata silently drops one key.
+func ExampleProvider_FailNext() {
+	p := lifecycletest.NewProvider()
+	p.Log = func(note string) { fmt.Println("  provider:", note) }
+	p.FailNext(driverapi.MethodInitialize, lifecycletest.Fault{Code: driverapi.Internal, Message: "no network yet"}, 1)
+	p.DropNext("pool")
+	ref := driverapi.MachineRef{Name: "m-1", UID: "u-1"}
+	for _, c := range []driverapi.Call{
+		{Method: driverapi.MethodCreate, Machine: ref},
+		{Method: driverapi.MethodCreate, Machine: ref},
+		{Method: driverapi.MethodInitialize, Machine: driverapi.MachineRef{ProviderID: "test:///vm-1"}},
+		{Method: driverapi.MethodInitialize, Machine: driverapi.MachineRef{ProviderID: "test:///vm-1"}},
+		{Method: driverapi.MethodUpdateMetadata, Machine: driverapi.MachineRef{ProviderID: "test:///vm-1", UID: "u-1"},
+			Metadata: map[string]string{"team": "a", "pool": "web"}},
+		{Method: driverapi.MethodGetStatus, Machine: ref},
+	} {
+		r := p.Invoke(&c)
+		fmt.Printf("%s: %s %s %v\n", c.Method, r.Code, r.ProviderID, r.Metadata)
+	}
+	// Output:
+	//   provider: created test:///vm-1
+	// CreateMachine: OK test:///vm-1 map[]
+	//   provider: same key u-1/0: returned the existing test:///vm-1
+	// CreateMachine: OK test:///vm-1 map[]
+	//   provider: scripted failure, 0 left
+	// InitializeMachine: Internal  map[]
+	//   provider: initialized test:///vm-1
+	// InitializeMachine: OK test:///vm-1 map[]
+	//   provider: metadata now {team=a} (silently dropped pool)
+	// UpdateMetadata: OK  map[]
+	// GetMachineStatus: OK test:///vm-1 map[team:a]
+}
