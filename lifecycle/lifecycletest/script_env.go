@@ -165,10 +165,10 @@ func (e *scriptEnv) decide(in lifecycle.Input) (lifecycle.Decision, error) {
 	before := deepCopyInput(in)
 	d := lifecycle.Step(e.cfg, in)
 	if !reflect.DeepEqual(before, in) {
-		return d, errors.New("Step changed its input")
+		return d, errors.New("lifecycle.Step changed its input")
 	}
 	if again := lifecycle.Step(e.cfg, before); !reflect.DeepEqual(d, again) {
-		return d, errors.New("Step is not deterministic")
+		return d, errors.New("lifecycle.Step is not deterministic")
 	}
 	if err := Check(&e.cfg, &in, &d); err != nil {
 		return d, err
