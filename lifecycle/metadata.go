@@ -83,6 +83,11 @@ func metadataInSync(verifyOwner bool, o *Object, st *Status) bool {
 	if len(o.Metadata) != len(st.Metadata) {
 		return false
 	}
+	if len(o.Metadata) == 0 {
+		// Nothing desired, nothing managed: ranging over an empty map
+		// still starts an iterator.
+		return true
+	}
 	for k, v := range o.Metadata {
 		if got, ok := st.Metadata[k]; !ok || got != v {
 			return false
