@@ -73,7 +73,24 @@ func (x *decider) backoffTo(base, limit time.Duration, failures uint8) time.Dura
 // resync asks for the Long requeue of a machine with nothing to do, spread
 // by the machine's deterministic jitter so a fleet does not resync at once.
 func (x *decider) resync() {
-	x.wake(retry.Resync(x.in.Object.UID, x.cfg.Retry.JitterPercent), retry.Long)
+	x.wake(x.uidHash().Resync(x.cfg.Retry.JitterPercent), retry.Long)
+}
+
+// uidHash returns the machine's UID hashed for its jitter: as the status
+// keeps it, or hashed now when it keeps none.
+func (x *decider) uidHash() retry.KeyHash {
+	if h := x.st.UIDHash; h != 0 {
+		return h
+	}
+	return retry.HashKey(x.in.Object.UID)
+}
+
+// keepUIDHash records the UID's hash in a status the decision changes and
+// saves anyway, so the steps after it need not hash the UID.
+func (x *decider) keepUIDHash() {
+	if x.st.UIDHash == 0 && x.flowed {
+		x.st.UIDHash = retry.HashKey(x.in.Object.UID)
+	}
 }
 
 // put appends an effect of kind k and returns it, for the caller to set

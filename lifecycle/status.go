@@ -6,6 +6,7 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // Status is the lifecycle's persisted state of one machine. Everything the
@@ -83,6 +84,13 @@ type Status struct {
 	// older incarnation of the machine's name (Input.PredecessorTerminating),
 	// and, while the machine waits, the latest that wait may end.
 	CreationFrom Stamp
+	// UIDHash is the machine's UID hashed for its deterministic jitter
+	// ([retry.HashKey]), kept so that a step does not hash the UID at every
+	// resync; 0 until a step that changes the status records it. It belongs
+	// to the UID: a shell saves and reads it back with the rest, and never
+	// carries it to an object with another UID. Whatever it holds, a
+	// requeue stays within its jitter window.
+	UIDHash retry.KeyHash
 }
 
 // Stage is the program counter of the creation and deletion flows: the step a

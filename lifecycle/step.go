@@ -147,6 +147,7 @@ func (x *decider) seal() {
 	if x.changed {
 		d.Status.Seq++
 		d.Changed = true
+		x.keepUIDHash()
 	}
 	if n := d.Effects.Len(); n > 0 {
 		r := x.opRule

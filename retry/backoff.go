@@ -64,7 +64,24 @@ func (p Policy) Spread(d time.Duration, key string) time.Duration {
 // UID, it spreads a fleet's resyncs over the jitter window; the width of
 // the window is a constant multiple of percent, so it costs one hash.
 func Resync(key string, percent int) time.Duration {
-	return Long + jitterIn(key, 0, jitterWidth(Long, percent))
+	return HashKey(key).Resync(percent)
+}
+
+// KeyHash is a jitter key hashed ([HashKey]): the part of [Jitter]'s hash
+// that depends on the key alone. A caller that keeps it spares hashing the
+// key at every requeue.
+type KeyHash uint64
+
+// HashKey returns key hashed as [Jitter] hashes it, up to the attempt.
+// Hashing a key of n bytes reads it once, a multiply per 8 bytes.
+func HashKey(key string) KeyHash { return KeyHash(hashKey(key)) }
+
+// Resync is [Resync] of the key h is the hash of: HashKey(key).Resync(p)
+// equals Resync(key, p), without hashing the key.
+func (h KeyHash) Resync(percent int) time.Duration {
+	// A width of 0 gives 0: the high bits of a product by 0.
+	hi, _ := bits.Mul64(mixAttempt(uint64(h), 0), uint64(jitterWidth(Long, percent)))
+	return Long + time.Duration(hi)
 }
 
 // Jitter returns a deterministic duration in [0, w), where w is the jitter
@@ -123,15 +140,23 @@ func jitterIn(key string, attempt uint32, width time.Duration) time.Duration {
 	return time.Duration(hi)
 }
 
-// jitterHash is the hash of Jitter's documented formula. It reads the key
-// a word at a time, one multiply per 8 bytes, and ends with one
-// multiplicative mix: Jitter keeps the product's high bits, which depend
-// on every bit of h.
+// jitterHash is the hash of Jitter's documented formula: the key's hash
+// (hashKey) with the attempt mixed in (mixAttempt).
 func jitterHash(key string, attempt uint32) uint64 {
-	const (
-		golden = 0x9e3779b97f4a7c15
-		mix    = 0xff51afd7ed558ccd
-	)
+	return mixAttempt(hashKey(key), attempt)
+}
+
+// The constants of Jitter's hash.
+const (
+	golden = 0x9e3779b97f4a7c15
+	mix    = 0xff51afd7ed558ccd
+)
+
+// hashKey is the part of Jitter's hash that reads the key: h after the
+// loop over its words. It reads the key a word at a time, one multiply per
+// 8 bytes; mixAttempt ends with one multiplicative mix, as Jitter keeps the
+// product's high bits, which depend on every bit of h.
+func hashKey(key string) uint64 {
 	n := len(key)
 	h := uint64(n) * golden
 	if n >= 8 {
@@ -152,6 +177,12 @@ func jitterHash(key string, attempt uint32) uint64 {
 		h = (h ^ w) * mix
 		h ^= h >> 32
 	}
+	return h
+}
+
+// mixAttempt is the end of Jitter's hash: the attempt mixed into the key's
+// hash h, and one multiplicative mix.
+func mixAttempt(h uint64, attempt uint32) uint64 {
 	h += (uint64(attempt) + 1) * golden
 	h ^= h >> 32
 	return h * 0xbf58476d1ce4e5b9

@@ -514,7 +514,8 @@ func TestBackoffUnlimitedCapDoublesExactly(t *testing.T) {
 }
 
 // Resync is Spread of the Long period under a Policy with that jitter
-// percent, for every percent (out of range ones included) and any key.
+// percent, for every percent (out of range ones included) and any key, and
+// so is the Resync of the key's hash.
 func TestResyncIsSpreadOfLong(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	for i := range 10000 {
@@ -525,7 +526,9 @@ func TestResyncIsSpreadOfLong(t *testing.T) {
 		percent := r.IntN(240) - 20
 		want := Policy{JitterPercent: percent}.Spread(Long, key)
 		require.Equal(t, want, Resync(key, percent), "key %q, percent %d", key, percent)
+		require.Equal(t, want, HashKey(key).Resync(percent), "key %q, percent %d", key, percent)
 		require.GreaterOrEqual(t, Resync(key, percent), Long)
 	}
 	require.Equal(t, Long, Resync("uid", 0))
+	require.Equal(t, Long, HashKey("uid").Resync(0))
 }

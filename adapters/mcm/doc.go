@@ -19,6 +19,7 @@
 //	Conditions                   status.conditions
 //	Addresses                    status.addresses
 //	LastKnownState               status.lastKnownState
+//	UIDHash                      the UIDHashAnnotation annotation
 //	everything else              the StateAnnotation annotation, compact JSON
 //
 // Everything else is the program counter (Stage, StageSince), Flags,
@@ -52,11 +53,16 @@
 //
 // # Persisting
 //
-// ApplyStatus changes status fields and one annotation. Against an API
+// ApplyStatus changes status fields and two annotations. Against an API
 // server that serves Machines with the status subresource these are two
-// writes: the shell updates the status first, then patches the annotation,
+// writes: the shell updates the status first, then patches the annotations,
 // and completes both before it carries out any effect, as it would a single
 // status write.
+//
+// UIDHashAnnotation only spares the lifecycle hashing the machine's UID at
+// every resync; StatusFrom keeps it when it is the hash of the machine's
+// UID and drops it otherwise. It is apart from StateAnnotation, which a
+// release that does not know it reads unchanged.
 //
 // The annotation fingerprints the phase and last operation it was written
 // with. When the machine no longer carries them (MCM wrote its status since,

@@ -18,6 +18,7 @@ import (
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // viaJSON sends m through JSON, as the API server stores it: times keep
@@ -169,6 +170,9 @@ func statusGen() *rapid.Generator[lifecycle.Status] {
 			MetadataObserved:   stamp.Draw(t, "metadataObserved"),
 			MetadataSince:      stamp.Draw(t, "metadataSince"),
 			CreationFrom:       stamp.Draw(t, "creationFrom"),
+			// None, or the hash of newMachine's UID: a status holds no
+			// other (another reads back as 0, TestUIDHashOfAnotherUIDIsDropped).
+			UIDHash: rapid.SampledFrom([]retry.KeyHash{0, retry.HashKey("uid-1")}).Draw(t, "uidHash"),
 		}
 		if md := rapid.MapOf(text, text).Draw(t, "metadata"); len(md) > 0 {
 			st.Metadata = md
@@ -234,6 +238,7 @@ func TestEveryStatusFieldIsMapped(t *testing.T) {
 		"Phase", "Stage", "Flags", "Failures", "Attempt", "Seq", "PhaseSince", "StageSince", "RetryAfter",
 		"LastOp", "ProviderID", "NodeName", "LastKnownState", "Addresses", "Conditions", "OwnerUID",
 		"AppliedGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince", "CreationFrom",
+		"UIDHash",
 	}, names(lifecycle.Status{}))
 	require.Equal(t, []string{"Create", "Health", "Delete", "Update", "Metadata"}, names(lifecycle.Failures{}))
 	require.Equal(t, []string{"Type", "State", "Desc", "ErrorCode", "Detail", "Elapsed"}, names(lastop.Operation{}))

@@ -19,11 +19,20 @@ import (
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // StateAnnotation is the Machine annotation that keeps, as compact JSON,
 // the part of a lifecycle.Status that MCM's MachineStatus has no field for.
 const StateAnnotation = "machine.purelifecycle.dev/state"
+
+// UIDHashAnnotation is the Machine annotation that keeps
+// lifecycle.Status.UIDHash, the machine's UID hashed for its jitter, as 16
+// hexadecimal digits. It is an annotation of its own, so the
+// StateAnnotation written for a status is the same with the hash and
+// without it, and a release of this package that does not know the hash
+// reads it as before.
+const UIDHashAnnotation = "machine.purelifecycle.dev/uid-hash"
 
 // ErrInvalidState is wrapped by every error StatusFrom returns.
 var ErrInvalidState = errors.New("mcm: invalid machine state")
@@ -93,7 +102,8 @@ type operation struct {
 // Everything else (stage, flags, failures, attempt, seq, the stamps, the
 // instance's providerID and node name, the hot-update and metadata
 // bookkeeping) goes into the [StateAnnotation] annotation, which
-// [StatusFrom] reads back. MCM has no status.node field; the node name is
+// [StatusFrom] reads back; the UID's hash goes into [UIDHashAnnotation]
+// (removed when the status holds none). MCM has no status.node field; the node name is
 // kept in the annotation, and the lifecycle's ensure-effects keep the
 // machine's node label and spec.providerID, which ApplyStatus never writes.
 //
@@ -168,6 +178,31 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[StateAnnotation] = string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	if st.UIDHash != 0 {
+		m.Annotations[UIDHashAnnotation] = uidHashText(st.UIDHash)
+	} else {
+		delete(m.Annotations, UIDHashAnnotation)
+	}
+}
+
+// uidHashText is the text of UIDHashAnnotation for h.
+func uidHashText(h retry.KeyHash) string { return fmt.Sprintf("%016x", uint64(h)) }
+
+// uidHashFrom reads UIDHashAnnotation: the hash it holds when that is the
+// hash of m's UID, else 0. The hash only spares the lifecycle hashing the
+// UID again, so an annotation that holds another (copied with the object's
+// annotations to an object with a new UID, or not written by ApplyStatus)
+// is dropped rather than refused.
+func uidHashFrom(m *v1alpha1.Machine) retry.KeyHash {
+	text, ok := m.Annotations[UIDHashAnnotation]
+	if !ok {
+		return 0
+	}
+	h := retry.HashKey(string(m.UID))
+	if text != uidHashText(h) {
+		return 0
+	}
+	return h
 }
 
 // StatusFrom reads the lifecycle's status of an MCM Machine.
@@ -175,7 +210,8 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 // A machine ApplyStatus wrote (it carries [StateAnnotation] and its MCM
 // fields are still the ones written with it) reads back exactly: every
 // field of the status ApplyStatus was given, also after the object went
-// through the API server's JSON. Empty slices and maps read back as nil.
+// through the API server's JSON. Empty slices and maps read back as nil,
+// and a UIDHash that is not the hash of the machine's UID as 0.
 //
 // A machine MCM was managing (no annotation) is adopted: the phase is
 // parsed with [phase.Parse] and the last operation with
@@ -244,6 +280,7 @@ func StatusFrom(m *v1alpha1.Machine) (lifecycle.Status, error) {
 	if err := s.into(&st); err != nil {
 		return lifecycle.Status{}, fmt.Errorf("%w: annotation %s: %v", ErrInvalidState, StateAnnotation, err)
 	}
+	st.UIDHash = uidHashFrom(m)
 	return st, nil
 }
 

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // StatusOf returns the resource status that records st for the named
@@ -62,6 +64,7 @@ func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now tim
 			MetadataObserved:   stampText(st.MetadataObserved),
 			MetadataSince:      stampText(st.MetadataSince),
 			CreationFrom:       stampText(st.CreationFrom),
+			UIDHash:            uidHashText(st.UIDHash),
 		},
 	}
 	if st.LastOp.Desc != lastop.DescNone {
@@ -143,6 +146,8 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	errs = append(errs, err)
 	st.CreationFrom, err = parseStamp("creationFrom", l.CreationFrom)
 	errs = append(errs, err)
+	st.UIDHash, err = parseUIDHash(l.UIDHash)
+	errs = append(errs, err)
 	if l.Operation.Desc != "" {
 		op.Desc, err = lastop.ParseDesc(l.Operation.Desc)
 		errs = append(errs, err)
@@ -153,6 +158,26 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
+}
+
+// uidHashText writes a UID's hash as 16 hexadecimal digits; none as "".
+func uidHashText(h retry.KeyHash) string {
+	if h == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%016x", uint64(h))
+}
+
+// parseUIDHash reads what uidHashText wrote.
+func parseUIDHash(text string) (retry.KeyHash, error) {
+	if text == "" {
+		return 0, nil
+	}
+	h, err := strconv.ParseUint(text, 16, 64)
+	if err != nil || len(text) != 16 {
+		return 0, fmt.Errorf("uidHash: %q is not 16 hexadecimal digits", text)
+	}
+	return retry.KeyHash(h), nil
 }
 
 func stampText(s lifecycle.Stamp) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // randomStatus returns a status with every field set, from r.
@@ -64,6 +65,7 @@ func randomStatus(r *rand.Rand) lifecycle.Status {
 		MetadataObserved:   stamp(),
 		MetadataSince:      stamp(),
 		CreationFrom:       stamp(),
+		UIDHash:            retry.KeyHash(r.Uint64() | 1),
 	}
 	for range 1 + r.IntN(3) {
 		st.Addresses = append(st.Addresses, driverapi.Address{Type: "InternalIP", Address: text()})
@@ -183,6 +185,9 @@ func TestToLifecycleRefusesUnknownTexts(t *testing.T) {
 		{Lifecycle: &LifecycleState{Stage: "nowhere"}},
 		{Lifecycle: &LifecycleState{PhaseSince: "yesterday"}},
 		{Lifecycle: &LifecycleState{Operation: Operation{Desc: "no-such-desc"}}},
+		{Lifecycle: &LifecycleState{UIDHash: "not-hexadecimal!"}},
+		{Lifecycle: &LifecycleState{UIDHash: "1f"}},
+		{Lifecycle: &LifecycleState{UIDHash: "+123456789abcdef"}},
 	} {
 		_, err := ms.ToLifecycle()
 		require.Error(t, err, "%+v", ms)

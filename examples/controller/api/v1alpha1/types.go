@@ -220,6 +220,10 @@ type LifecycleState struct {
 	// the machine's name.
 	// +optional
 	CreationFrom string `json:"creationFrom,omitempty"`
+	// UIDHash is the machine's UID hashed for its deterministic jitter, 16
+	// hexadecimal digits; without it the lifecycle hashes the UID again.
+	// +optional
+	UIDHash string `json:"uidHash,omitempty"`
 }
 
 // Failures count consecutive failures per sub-flow.
