@@ -72,9 +72,34 @@ func Resync(key string, percent int) time.Duration {
 // key at every requeue.
 type KeyHash uint64
 
-// HashKey returns key hashed as [Jitter] hashes it, up to the attempt.
-// Hashing a key of n bytes reads it once, a multiply per 8 bytes.
-func HashKey(key string) KeyHash { return KeyHash(hashKey(key)) }
+// HashKey returns key hashed as [Jitter] hashes it, up to the attempt: h
+// after the loop over the key's words. It reads the key once, a word at a
+// time, one multiply per 8 bytes; mixing in the attempt ends with one
+// multiplicative mix, as Jitter keeps the product's high bits, which
+// depend on every bit of h.
+func HashKey(key string) KeyHash {
+	n := len(key)
+	h := uint64(n) * golden
+	if n >= 8 {
+		// Every word but the last, then the last 8 bytes: when n is a
+		// multiple of 8 they are the last whole word, otherwise they overlap
+		// the word before, as Jitter's doc says.
+		for i := 0; i < n-8; i += 8 {
+			h = (h ^ word(key[i:])) * mix
+			h ^= h >> 32
+		}
+		h = (h ^ word(key[n-8:])) * mix
+		h ^= h >> 32
+	} else if n > 0 {
+		var w uint64
+		for j := n - 1; j >= 0; j-- {
+			w = w<<8 | uint64(key[j])
+		}
+		h = (h ^ w) * mix
+		h ^= h >> 32
+	}
+	return KeyHash(h)
+}
 
 // Resync is [Resync] of the key h is the hash of: HashKey(key).Resync(p)
 // equals Resync(key, p), without hashing the key.
@@ -141,9 +166,9 @@ func jitterIn(key string, attempt uint32, width time.Duration) time.Duration {
 }
 
 // jitterHash is the hash of Jitter's documented formula: the key's hash
-// (hashKey) with the attempt mixed in (mixAttempt).
+// (HashKey) with the attempt mixed in (mixAttempt).
 func jitterHash(key string, attempt uint32) uint64 {
-	return mixAttempt(hashKey(key), attempt)
+	return mixAttempt(uint64(HashKey(key)), attempt)
 }
 
 // The constants of Jitter's hash.
@@ -151,34 +176,6 @@ const (
 	golden = 0x9e3779b97f4a7c15
 	mix    = 0xff51afd7ed558ccd
 )
-
-// hashKey is the part of Jitter's hash that reads the key: h after the
-// loop over its words. It reads the key a word at a time, one multiply per
-// 8 bytes; mixAttempt ends with one multiplicative mix, as Jitter keeps the
-// product's high bits, which depend on every bit of h.
-func hashKey(key string) uint64 {
-	n := len(key)
-	h := uint64(n) * golden
-	if n >= 8 {
-		// Every word but the last, then the last 8 bytes: when n is a
-		// multiple of 8 they are the last whole word, otherwise they overlap
-		// the word before, as Jitter's doc says.
-		for i := 0; i < n-8; i += 8 {
-			h = (h ^ word(key[i:])) * mix
-			h ^= h >> 32
-		}
-		h = (h ^ word(key[n-8:])) * mix
-		h ^= h >> 32
-	} else if n > 0 {
-		var w uint64
-		for j := n - 1; j >= 0; j-- {
-			w = w<<8 | uint64(key[j])
-		}
-		h = (h ^ w) * mix
-		h ^= h >> 32
-	}
-	return h
-}
 
 // mixAttempt is the end of Jitter's hash: the attempt mixed into the key's
 // hash h, and one multiplicative mix.
