@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/retry"
 )
 
 // The realistic healthy step: a Running machine in sync, as a controller
@@ -58,7 +59,8 @@ func realisticHealthy(tb testing.TB, f *Fixture) lifecycle.Input {
 		tb.Fatalf("not Running: %s", in.Status.Phase)
 	}
 	// Decoded anew: the object, the status and the node hold strings of
-	// their own.
+	// their own. The status keeps the UID's hash its last change recorded,
+	// as a shell's decoder reads it back (adapters/mcm: UIDHashAnnotation).
 	in.Object.Name, in.Object.UID = strings.Clone(in.Object.Name), strings.Clone(in.Object.UID)
 	in.Object.ProviderID, in.Object.NodeLabel = strings.Clone(in.Object.ProviderID), strings.Clone(in.Object.NodeLabel)
 	in.Status.ProviderID, in.Status.NodeName = strings.Clone(in.Status.ProviderID), strings.Clone(in.Status.NodeName)
@@ -98,6 +100,9 @@ func TestRealisticHealthyStep(t *testing.T) {
 	}
 	if &in.Status.Conditions[0] == &in.Node.Conditions[0] || len(in.Object.Name) != 48 || len(in.Node.Conditions) != 7 {
 		t.Fatal("the status and the node share their conditions, or the name or conditions are off")
+	}
+	if in.Status.UIDHash != retry.HashKey(in.Object.UID) {
+		t.Fatal("the status does not keep the UID's hash its last change recorded")
 	}
 	if n := testing.AllocsPerRun(100, func() { lifecycle.StepInto(&d, &f.Checked, &in) }); n != 0 {
 		t.Fatalf("%v allocations", n)
