@@ -70,7 +70,14 @@ pinned() {
 }
 
 # ok BIN WANT reports whether BIN exists and its --version mentions WANT.
-ok() { [ -x "$1" ] && "$1" --version 2>/dev/null | grep -q "$2"; }
+# ok reports whether binary $1 exists and its --version output contains $2.
+# The output is read whole before it is searched: with pipefail, grep -q
+# leaving the pipe at its first match can kill the binary by SIGPIPE while it
+# still writes (etcd prints several lines), which failed the check at random.
+ok() {
+  local out
+  [ -x "$1" ] && out=$("$1" --version 2>/dev/null) && grep -qF -- "$2" <<<"$out"
+}
 
 if [ "${1:-}" = regen ]; then
   regen_kube_apiserver
