@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"time"
 
-	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -91,69 +90,6 @@ func MemberOf(cfg *Config, in *Input) Member {
 // flight: no phase, CrashLoopBackOff, or a creation stage.
 func (m *Member) instanceInFlight() bool {
 	return m.Phase == phase.None || m.Phase == phase.CrashLoopBackOff || m.Stage.ofCreation()
-}
-
-// Orphans returns a DeleteMachine call for every instance of the provider that
-// no machine owns (MCM's orphan-VM collection). An instance is left alone when
-// a machine records its providerID; when a machine of its name is still being
-// created (no phase, CrashLoopBackOff, a creation stage), or records no
-// instance yet, and the instance is that incarnation's or names no owner (MCM
-// issue 583,
-// https://github.com/gardener/machine-controller-manager/issues/583); and when
-// it is younger than the creation timeout, as it may belong to a creation or a
-// newer incarnation the shell's caches do not show yet. Otherwise an instance
-// of no known machine, of another incarnation (another owner UID), or a second
-// instance of a machine that recorded another one, is an orphan. dst is reused
-// when its capacity suffices; the order follows instances. Linear in machines
-// plus instances.
-func Orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, instances []driverapi.Instance) []driverapi.Call {
-	dst = dst[:0]
-	recorded := make(map[string]struct{}, len(fleet))
-	for i := range fleet {
-		if pid := fleet[i].ProviderID; pid != "" {
-			recorded[pid] = struct{}{}
-		}
-	}
-	// The machines of the names of unrecorded instances: normally a few
-	// (orphans and creations in flight), so this index stays small where
-	// one of the whole fleet would not.
-	var byName map[string]*Member
-	for i := range instances {
-		inst := &instances[i]
-		if _, ok := recorded[inst.ProviderID]; !ok && inst.ProviderID != "" {
-			if byName == nil {
-				byName = make(map[string]*Member)
-			}
-			byName[inst.MachineName] = nil
-		}
-	}
-	if len(byName) == 0 {
-		return dst
-	}
-	for i := range fleet {
-		if _, ok := byName[fleet[i].Name]; ok {
-			byName[fleet[i].Name] = &fleet[i]
-		}
-	}
-	n := StampOf(now)
-	for i := range instances {
-		inst := &instances[i]
-		if _, ok := recorded[inst.ProviderID]; ok || inst.ProviderID == "" {
-			continue
-		}
-		if m := byName[inst.MachineName]; m != nil && (m.instanceInFlight() || m.ProviderID == "") &&
-			(inst.OwnerUID == "" || inst.OwnerUID == m.UID) {
-			// In flight, or to be adopted by a machine that records no
-			// instance yet.
-			continue
-		}
-		if c := StampOf(inst.Created); c != 0 && n.Sub(c) <= cfg.CreationTimeout {
-			continue
-		}
-		dst = append(dst, driverapi.Call{Method: driverapi.MethodDelete,
-			Machine: driverapi.MachineRef{Name: inst.MachineName, UID: inst.OwnerUID, ProviderID: inst.ProviderID}})
-	}
-	return dst
 }
 
 // Summary counts a fleet for metrics and alerts.
