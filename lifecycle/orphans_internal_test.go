@@ -59,10 +59,11 @@ func plainOrphans(cfg *Config, now time.Time, machines []Input, instances []driv
 }
 
 // orphanPIDs are the providerIDs the tests draw from: none, short ones,
-// ones that differ only in their last byte, and ones longer than a chunk of
-// the join's records or a good part of one, so that partitions span chunks.
+// ones that are what others are after a common prefix, ones that differ
+// only in their last byte, and ones longer than a chunk of the join's
+// records or a good part of one, so that partitions span chunks.
 var orphanPIDs = func() []string {
-	pids := []string{"", "p", "p-1", "p-2", "p-10", "aws:///eu-west-1a/i-0000000000000001",
+	pids := []string{"", "p", "p-1", "p-2", "p-10", "1", "0", "-1", "aws:///eu-west-1a/i-0000000000000001",
 		"aws:///eu-west-1a/i-0000000000000002", "aws:///eu-west-1b/i-0000000000000001"}
 	for _, n := range []int{5000, 7000, pidChunk, pidChunk + 1} {
 		for _, last := range "ab" {

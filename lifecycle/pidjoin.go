@@ -19,11 +19,19 @@ import (
 // hashes are confirmed by comparing the bytes, so a collision never makes an
 // orphan look recorded.
 //
+// ProviderIDs share long prefixes (a provider's scheme, a region, a
+// subscription), so the join drops the longest prefix common to a sample of
+// the machines' providerIDs from every providerID of both sides that starts
+// with it, and marks those it dropped it from: two providerIDs are equal
+// when their marks and the rest are. What is left of a providerID is its
+// tail: the mark (1 byte: 1 when the prefix was dropped, else 0) and the
+// rest.
+//
 // A side's records are written in chunks, each of one partition, as they
 // come; a partition's chunks are chained. A record is a providerID's key
-// (the 32 bits of its hash below those that chose the partition; 4 bytes,
-// little-endian), for an instance its index (a uvarint), the providerID's
-// length (a uvarint) and its bytes.
+// (the 32 bits of the tail's hash below those that chose the partition; 4
+// bytes, little-endian), for an instance its index (a uvarint), the tail's
+// length (a uvarint) and the tail.
 
 // joinShape tunes Orphans' joins: hashes keep only the bits of mask, and a
 // partition holds about perPartition providerIDs of the larger side. Tests
@@ -68,7 +76,7 @@ type pidChunkOf struct{ slab, lo, hi, before int }
 type pidOpen struct{ slab, lo, off, end int }
 
 // newPIDChunks returns an empty side of 2^top partitions for n
-// providerIDs about avg bytes long.
+// providerIDs whose tails are about avg bytes long.
 func newPIDChunks(top, n, avg int, indexed bool) pidChunks {
 	parts := 1 << top
 	c := make([]int, 2*parts)
@@ -89,25 +97,64 @@ func newPIDChunks(top, n, avg int, indexed bool) pidChunks {
 	return s
 }
 
-// averageLen returns the average length of the providerIDs of a few
-// elements, evenly spaced, of n: pid(i) is the i-th one.
-func averageLen(n int, pid func(i int) string) int {
-	const samples = 32
-	if n == 0 {
-		return 0
+// pidSamples is how many providerIDs of a side the join samples for their
+// common prefix and the length of their tails.
+const pidSamples = 32
+
+// commonPrefix returns the longest prefix common to the providerIDs (but
+// "") of a few elements, evenly spaced, of n: pid(i) is the i-th one.
+func commonPrefix(n int, pid func(i int) string) string {
+	var prefix string
+	first := true
+	for i := 0; i < n; i += max(n/pidSamples, 1) {
+		p := pid(i)
+		if p == "" {
+			continue
+		}
+		if first {
+			prefix, first = p, false
+			continue
+		}
+		k := 0
+		for k < len(prefix) && k < len(p) && prefix[k] == p[k] {
+			k++
+		}
+		prefix = prefix[:k]
 	}
-	total, step := 0, max(n/samples, 1)
-	k := 0
-	for i := 0; i < n && k < samples; i, k = i+step, k+1 {
-		total += len(pid(i))
-	}
-	return total / k
+	return prefix
 }
 
-// add writes the record of the providerID pid of hash h, of index i.
-func (s *pidChunks) add(h uint64, i int, pid string) {
+// averageTail returns the average length of the tails of the providerIDs
+// of a few elements, evenly spaced, of n, after prefix: pid(i) is the i-th
+// one.
+func averageTail(n int, pid func(i int) string, prefix string) int {
+	total, k := 0, 0
+	for i := 0; i < n; i += max(n/pidSamples, 1) {
+		_, rest := tail(pid(i), prefix)
+		total, k = total+1+len(rest), k+1
+	}
+	return total / max(k, 1)
+}
+
+// tail returns the mark and the rest of providerID pid after prefix: 1 and
+// what follows the prefix when pid starts with it, else 0 and pid.
+func tail(pid, prefix string) (mark byte, rest string) {
+	if len(pid) >= len(prefix) && pid[:len(prefix)] == prefix {
+		return 1, pid[len(prefix):]
+	}
+	return 0, pid
+}
+
+// hashTail returns the hash of a providerID's tail.
+func hashTail(mark byte, rest string) uint64 {
+	return hashString(rest) ^ uint64(mark)
+}
+
+// add writes the record of the providerID of tail mark and rest, hash h, of
+// index i.
+func (s *pidChunks) add(h uint64, i int, mark byte, rest string) {
 	p := partition(h, s.top)
-	size := 4 + uvarintLen(uint64(len(pid))) + len(pid)
+	size := 4 + uvarintLen(uint64(1+len(rest))) + 1 + len(rest)
 	if s.indexed {
 		size += uvarintLen(uint64(i))
 	}
@@ -121,8 +168,9 @@ func (s *pidChunks) add(h uint64, i int, pid string) {
 	if s.indexed {
 		w += binary.PutUvarint(b[w:], uint64(i))
 	}
-	w += binary.PutUvarint(b[w:], uint64(len(pid)))
-	copy(b[w:], pid)
+	w += binary.PutUvarint(b[w:], uint64(1+len(rest)))
+	b[w] = mark
+	copy(b[w+1:], rest)
 	o.off += size
 	s.keys[p]++
 }
@@ -165,9 +213,9 @@ func (s *pidChunks) records(c int) []byte {
 	return s.slabs[ch.slab][ch.lo:ch.hi]
 }
 
-// record decodes the record at off of records: its key, index and bytes,
+// record decodes the record at off of records: its key, index and tail,
 // and where the next one starts.
-func (s *pidChunks) record(records []byte, off int) (key uint32, i int, pid []byte, next int) {
+func (s *pidChunks) record(records []byte, off int) (key uint32, i int, tail []byte, next int) {
 	b := records[off:]
 	key = binary.LittleEndian.Uint32(b)
 	w := 4
@@ -208,20 +256,25 @@ func unrecordedInstances(fleet []Member, instances []driverapi.Instance, shape j
 	if most := max(len(fleet), len(instances)); most > shape.perPartition {
 		top = bits.Len(uint((most - 1) / max(shape.perPartition, 1)))
 	}
+	machinePID := func(i int) string { return fleet[i].ProviderID }
+	instancePID := func(i int) string { return instances[i].ProviderID }
+	prefix := commonPrefix(len(fleet), machinePID)
 	nameKeys = make([]uint32, len(fleet))
-	ms := newPIDChunks(top, len(fleet), averageLen(len(fleet), func(i int) string { return fleet[i].ProviderID }), false)
+	ms := newPIDChunks(top, len(fleet), averageTail(len(fleet), machinePID, prefix), false)
 	for i := range fleet {
 		m := &fleet[i]
 		nameKeys[i] = nameKey(m.Name, shape.mask)
 		if m.ProviderID != "" {
-			ms.add(hashString(m.ProviderID)&shape.mask, i, m.ProviderID)
+			mark, rest := tail(m.ProviderID, prefix)
+			ms.add(hashTail(mark, rest)&shape.mask, i, mark, rest)
 		}
 	}
 	set := make([]uint64, (len(instances)+63)/64)
-	is := newPIDChunks(top, len(instances), averageLen(len(instances), func(i int) string { return instances[i].ProviderID }), true)
+	is := newPIDChunks(top, len(instances), averageTail(len(instances), instancePID, prefix), true)
 	for i := range instances {
 		if pid := instances[i].ProviderID; pid != "" {
-			is.add(hashString(pid)&shape.mask, i, pid)
+			mark, rest := tail(pid, prefix)
+			is.add(hashTail(mark, rest)&shape.mask, i, mark, rest)
 			set[i>>6] |= 1 << (i & 63)
 		}
 	}
@@ -280,12 +333,12 @@ func joinPartitions(ms, is *pidChunks, set []uint64) {
 		for c := is.last[p]; c >= 0; c = is.chunks[c].before {
 			records := is.records(c)
 			for off := 0; off < len(records); {
-				key, i, pid, next := is.record(records, off)
+				key, i, itail, next := is.record(records, off)
 				for j := slot(key); t[j].chunk != 0; j = (j + 1) & (len(t) - 1) {
 					if t[j].key != key {
 						continue
 					}
-					if _, _, mpid, _ := ms.record(ms.records(int(t[j].chunk-1)), int(t[j].off)); bytes.Equal(mpid, pid) {
+					if _, _, mtail, _ := ms.record(ms.records(int(t[j].chunk-1)), int(t[j].off)); bytes.Equal(mtail, itail) {
 						set[i>>6] &^= 1 << (i & 63)
 						break
 					}
