@@ -135,10 +135,10 @@ var sections = []section{
 	{title: "Hot update", prefixes: []string{"update."}, refine: updateState,
 		intro: "Rules `update.*` (`lifecycle/hotupdate.go`). A hot update never moves the place, so the place is refined " +
 			"by the update's state: `FlagNeedsReplacement` set, else the desired generation applied or not " +
-			"(`lifecycle.MemberOf(...).UpdatePending`)."},
+			"(`lifecycle.MemberOf(...).UpdatePending()`)."},
 	{title: "Instance metadata", prefixes: []string{"metadata."}, refine: metadataState,
 		intro: "Rules `metadata.*` (`lifecycle/metadata.go`). Metadata never moves the place either, so the place is refined " +
-			"by the metadata's state: in sync (`lifecycle.MemberOf(...).MetadataInSync`), else a patch not yet verified " +
+			"by the metadata's state: in sync (`lifecycle.MemberOf(...).MetadataInSync()`), else a patch not yet verified " +
 			"(`FlagMetadataUnverified`), else differing."},
 	{title: "Dispatch, outcomes and input checks", prefixes: []string{"dispatch.", "outcome.", "input."},
 		intro: "Rules `dispatch.*`, `outcome.*` and `input.*` (`lifecycle/step.go`), which every flow passes through."},
@@ -165,7 +165,7 @@ func updateState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Statu
 	switch {
 	case st.Flags.Has(lifecycle.FlagNeedsReplacement):
 		return "needs replacement"
-	case lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st}).UpdatePending:
+	case lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st}).UpdatePending():
 		return "update pending"
 	}
 	return "update applied"
@@ -173,7 +173,7 @@ func updateState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Statu
 
 func metadataState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Status) string {
 	switch {
-	case lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st}).MetadataInSync:
+	case lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st}).MetadataInSync():
 		return "metadata in sync"
 	case st.Flags.Has(lifecycle.FlagMetadataUnverified):
 		return "patch unverified"

@@ -129,10 +129,18 @@ func ExampleStep_metadata() {
 func ExampleLimit() {
 	cfg := lifecycle.DefaultConfig()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	// A fleet pass makes a member of each machine's saved status.
+	memberOf := func(name string, p phase.Phase, since time.Duration) lifecycle.Member {
+		in := lifecycle.Input{
+			Object: lifecycle.Object{Name: name, UID: "uid-" + name, Owner: "ms-1"},
+			Status: lifecycle.Status{Phase: p, PhaseSince: lifecycle.StampOf(now.Add(-since))},
+		}
+		return lifecycle.MemberOf(&cfg, &in)
+	}
 	fleet := []lifecycle.Member{
-		{Name: "a", Owner: "ms-1", Phase: phase.Unknown, PhaseSince: lifecycle.StampOf(now.Add(-12 * time.Minute))},
-		{Name: "b", Owner: "ms-1", Phase: phase.Unknown, PhaseSince: lifecycle.StampOf(now.Add(-15 * time.Minute))},
-		{Name: "c", Owner: "ms-1", Phase: phase.Running},
+		memberOf("a", phase.Unknown, 12*time.Minute),
+		memberOf("b", phase.Unknown, 15*time.Minute),
+		memberOf("c", phase.Running, time.Hour),
 	}
 	fmt.Println(lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet))
 	// Output:
@@ -144,8 +152,11 @@ func ExampleLimit() {
 func ExampleOrphans() {
 	cfg := lifecycle.DefaultConfig()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	fleet := []lifecycle.Member{{Name: "a", UID: "uid-a", ProviderID: "p-a", Phase: phase.Running},
-		{Name: "b", UID: "uid-b", Phase: phase.CrashLoopBackOff}}
+	a := lifecycle.Input{Object: lifecycle.Object{Name: "a", UID: "uid-a"},
+		Status: lifecycle.Status{Phase: phase.Running, ProviderID: "p-a"}}
+	b := lifecycle.Input{Object: lifecycle.Object{Name: "b", UID: "uid-b"},
+		Status: lifecycle.Status{Phase: phase.CrashLoopBackOff}}
+	fleet := []lifecycle.Member{lifecycle.MemberOf(&cfg, &a), lifecycle.MemberOf(&cfg, &b)}
 	instances := []driverapi.Instance{
 		{ProviderID: "p-a", MachineName: "a", OwnerUID: "uid-a"},
 		{ProviderID: "p-b", MachineName: "b", OwnerUID: "uid-b", Created: now.Add(-time.Hour)},
@@ -162,11 +173,10 @@ func ExampleOrphans() {
 func ExampleSummarize() {
 	cfg := lifecycle.DefaultConfig()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	fleet := []lifecycle.Member{
-		{Name: "a", Phase: phase.Running, MetadataInSync: true},
-		{Name: "b", Phase: phase.Pending, CreationTime: lifecycle.StampOf(now.Add(-30 * time.Minute)),
-			PhaseSince: lifecycle.StampOf(now.Add(-25 * time.Minute))},
-	}
+	a := lifecycle.Input{Object: lifecycle.Object{Name: "a"}, Status: lifecycle.Status{Phase: phase.Running}}
+	b := lifecycle.Input{Object: lifecycle.Object{Name: "b", CreationTime: now.Add(-30 * time.Minute)},
+		Status: lifecycle.Status{Phase: phase.Pending, PhaseSince: lifecycle.StampOf(now.Add(-25 * time.Minute))}}
+	fleet := []lifecycle.Member{lifecycle.MemberOf(&cfg, &a), lifecycle.MemberOf(&cfg, &b)}
 	s := lifecycle.Summarize(&cfg, now, fleet, 0)
 	fmt.Println(s.ByPhase[phase.Running], s.ByPhase[phase.Pending], s.PastDeadline, s.OldestWait[phase.Pending])
 	// Output:

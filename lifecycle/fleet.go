@@ -10,53 +10,47 @@ import (
 // linear in the fleet, that decide what no single machine's step can: the
 // limiter (limiter.go), orphan instances, and the summary for metrics.
 
-// Member is what the fleet functions read of one machine. Build it with
-// [MemberOf].
+// Member is what the fleet functions ([Limit], [Orphans], [Summarize]) read
+// of one machine. Only [MemberOf] makes one, from the machine's input and
+// with the step's own logic, so a fleet function never sees a machine in a
+// state no step would leave; [Member.UpdatePending] and
+// [Member.MetadataInSync] tell two of the things MemberOf resolved.
 type Member struct {
-	// Name and UID identify the machine.
-	Name, UID string
-	// Owner is the machine's owner UID; "" for machines without an owner,
-	// which are limited together as one group.
-	Owner string
-	// ProviderID is the instance recorded in the machine's status.
-	ProviderID string
-	// Phase is the machine's phase.
-	Phase phase.Phase
-	// Stage is the machine's stage.
-	Stage Stage
-	// Flags are the machine's status flags.
-	Flags Flags
-	// PhaseSince is when the machine entered its phase, StageSince its
-	// stage.
-	PhaseSince, StageSince Stamp
-	// RetryAfter is the status's retry time: a failed step is not asked
-	// again before it.
-	RetryAfter Stamp
-	// CreationTime and DeletionTime are the object's; DeletionTime is zero
-	// when the machine is not being deleted.
-	CreationTime, DeletionTime Stamp
-	// CreationFrom is the status's: when the creation timeout starts
-	// counting, if later than the creation time.
-	CreationFrom Stamp
-	// ObserverSince is Observer.Since of the input the member was made
-	// from, when the observer was degraded or became healthy again.
-	ObserverSince Stamp
-	// Deleting reports that the machine's deletion was requested;
-	// Finalizer that the machine's finalizer is on its object.
-	Deleting, Finalizer bool
-	// ObserverDegraded is Observer.Degraded of the input the member was
-	// made from; PredecessorTerminating its PredecessorTerminating.
-	ObserverDegraded, PredecessorTerminating bool
-	// DisableHealthTimeout is the machine's spec disableHealthTimeout.
-	DisableHealthTimeout bool
-	// UpdatePending reports that the machine's hot update is not applied
-	// yet; MetadataInSync that its instance metadata was last seen in sync.
-	UpdatePending, MetadataInSync bool
-	// Problem is what the shell found wrong with the machine or its class.
-	Problem Problem
-	// HealthTimeout, CreationTimeout and DrainTimeout are the machine's own
+	// name and uid identify the machine; owner is its owner UID ("" for
+	// machines without an owner, which are limited together as one group);
+	// providerID the instance it records (the status's, else the
+	// object's).
+	name, uid, owner, providerID string
+	// phase, stage and flags are the status's.
+	phase phase.Phase
+	stage Stage
+	flags Flags
+	// phaseSince is when the machine entered its phase, stageSince its
+	// stage; retryAfter the status's retry time: a failed step is not
+	// asked again before it.
+	phaseSince, stageSince, retryAfter Stamp
+	// creationTime and deletionTime are the object's (deletionTime zero
+	// when the machine is not being deleted); creationFrom is the
+	// status's: when the creation timeout starts counting, if later than
+	// the creation time.
+	creationTime, deletionTime, creationFrom Stamp
+	// observerSince is Observer.Since of the input.
+	observerSince Stamp
+	// deleting reports that the machine's deletion was requested;
+	// finalizer that the machine's finalizer is on its object.
+	deleting, finalizer bool
+	// observerDegraded is Observer.Degraded of the input,
+	// predecessorTerminating its PredecessorTerminating.
+	observerDegraded, predecessorTerminating bool
+	// disableHealthTimeout is the machine's spec disableHealthTimeout.
+	disableHealthTimeout bool
+	// updatePending and metadataInSync: see the methods of those names.
+	updatePending, metadataInSync bool
+	// problem is what the shell found wrong with the machine or its class.
+	problem Problem
+	// healthTimeout, creationTimeout and drainTimeout are the machine's own
 	// timeouts (0: the Config's).
-	HealthTimeout, CreationTimeout, DrainTimeout time.Duration
+	healthTimeout, creationTimeout, drainTimeout time.Duration
 }
 
 // MemberOf returns what the fleet functions read of the machine of in: its
@@ -67,29 +61,39 @@ type Member struct {
 func MemberOf(cfg *Config, in *Input) Member {
 	o, st := &in.Object, &in.Status
 	m := Member{
-		Name: o.Name, UID: o.UID, Owner: o.Owner, ProviderID: st.ProviderID,
-		Phase: st.Phase, Stage: st.Stage, Flags: st.Flags, PhaseSince: st.PhaseSince, StageSince: st.StageSince,
-		RetryAfter: st.RetryAfter, CreationFrom: st.CreationFrom,
-		CreationTime: StampOf(o.CreationTime), DeletionTime: StampOf(o.DeletionTime),
-		ObserverSince: StampOf(in.Observer.Since), ObserverDegraded: in.Observer.Degraded,
-		PredecessorTerminating: in.PredecessorTerminating,
-		Deleting:               !o.DeletionTime.IsZero(), Finalizer: o.Finalizer, Problem: in.Problem,
-		DisableHealthTimeout: o.Overrides.DisableHealthTimeout,
-		UpdatePending:        o.UpdateGeneration != st.AppliedGeneration,
-		MetadataInSync:       metadataInSync(cfg.VerifyOwner, o, st),
-		HealthTimeout:        o.Overrides.HealthTimeout, CreationTimeout: o.Overrides.CreationTimeout,
-		DrainTimeout: o.Overrides.DrainTimeout,
+		name: o.Name, uid: o.UID, owner: o.Owner, providerID: st.ProviderID,
+		phase: st.Phase, stage: st.Stage, flags: st.Flags, phaseSince: st.PhaseSince, stageSince: st.StageSince,
+		retryAfter: st.RetryAfter, creationFrom: st.CreationFrom,
+		creationTime: StampOf(o.CreationTime), deletionTime: StampOf(o.DeletionTime),
+		observerSince: StampOf(in.Observer.Since), observerDegraded: in.Observer.Degraded,
+		predecessorTerminating: in.PredecessorTerminating,
+		deleting:               !o.DeletionTime.IsZero(), finalizer: o.Finalizer, problem: in.Problem,
+		disableHealthTimeout: o.Overrides.DisableHealthTimeout,
+		updatePending:        o.UpdateGeneration != st.AppliedGeneration,
+		metadataInSync:       metadataInSync(cfg.VerifyOwner, o, st),
+		healthTimeout:        o.Overrides.HealthTimeout, creationTimeout: o.Overrides.CreationTimeout,
+		drainTimeout: o.Overrides.DrainTimeout,
 	}
-	if m.ProviderID == "" {
-		m.ProviderID = o.ProviderID
+	if m.providerID == "" {
+		m.providerID = o.ProviderID
 	}
 	return m
 }
 
+// UpdatePending reports whether the machine's hot update is not applied
+// yet: the object's update generation is not the one the status applied.
+func (m Member) UpdatePending() bool { return m.updatePending }
+
+// MetadataInSync reports whether the machine's instance metadata was last
+// seen in sync: the last observation showed every desired key with its
+// value and no other (and the machine's UID as the owner, when the Config
+// verifies it), and no patch was asked since.
+func (m Member) MetadataInSync() bool { return m.metadataInSync }
+
 // instanceInFlight reports whether the member's instance may still be in
 // flight: no phase, CrashLoopBackOff, or a creation stage.
 func (m *Member) instanceInFlight() bool {
-	return m.Phase == phase.None || m.Phase == phase.CrashLoopBackOff || m.Stage.ofCreation()
+	return m.phase == phase.None || m.phase == phase.CrashLoopBackOff || m.stage.ofCreation()
 }
 
 // Summary counts a fleet for metrics and alerts.
@@ -137,31 +141,31 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 	var in Input
 	for i := range fleet {
 		m := &fleet[i]
-		if !m.Phase.Valid() {
+		if !m.phase.Valid() {
 			continue
 		}
-		s.ByPhase[m.Phase]++
-		if m.Deleting {
+		s.ByPhase[m.phase]++
+		if m.deleting {
 			s.Deleting++
 		}
-		if m.Flags.Has(FlagTerminated) {
+		if m.flags.Has(FlagTerminated) {
 			s.Terminated++
 		}
-		if m.Flags.Has(FlagNeedsReplacement) {
+		if m.flags.Has(FlagNeedsReplacement) {
 			s.NeedsReplacement++
 		}
-		if m.UpdatePending {
+		if m.updatePending {
 			s.UpdatePending++
 		}
-		settled := m.Phase == phase.Running || m.Phase == phase.Available
-		if settled && !m.Deleting {
+		settled := m.phase == phase.Running || m.phase == phase.Available
+		if settled && !m.deleting {
 			s.Working++
-			if m.Phase == phase.Running && !m.MetadataInSync {
+			if m.phase == phase.Running && !m.metadataInSync {
 				s.MetadataOutOfSync++
 			}
 		}
 		var w Wait
-		if !waitsForNothing(m.Phase, m.Deleting, m.RetryAfter, n, m.ObserverDegraded, m.Problem) {
+		if !waitsForNothing(m.phase, m.deleting, m.retryAfter, n, m.observerDegraded, m.problem) {
 			f := m.facts(&st, &o, &in)
 			w = f.wait(cfg, n)
 		}
@@ -171,8 +175,8 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 		if w.Until != 0 && n > w.Until {
 			s.PastDeadline++
 		}
-		if !settled && m.PhaseSince != 0 && n > m.PhaseSince {
-			s.OldestWait[m.Phase] = max(s.OldestWait[m.Phase], n.Sub(m.PhaseSince))
+		if !settled && m.phaseSince != 0 && n > m.phaseSince {
+			s.OldestWait[m.phase] = max(s.OldestWait[m.phase], n.Sub(m.phaseSince))
 		}
 	}
 	return s

@@ -13,14 +13,30 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// Tests of the fleet functions (fleet.go, limiter.go): Orphans, Summarize,
-// MemberOf and Limit.
+// Tests of the fleet functions (fleet.go, limiter.go, orphans.go): Orphans,
+// Summarize, MemberOf and Limit, over fleets built from inputs.
 
 var fleetNow = t0.Add(2 * time.Hour)
 
-func fleetMember(name, uid, pid string, p phase.Phase) lifecycle.Member {
-	return lifecycle.Member{Name: name, UID: uid, Owner: "ms", ProviderID: pid, Phase: p,
-		PhaseSince: lifecycle.StampOf(t0), CreationTime: lifecycle.StampOf(t0)}
+// fleetMachine is the input of a machine of owner "ms" created at t0, in
+// phase p since then, recording the instance pid (none if ""), its
+// metadata (none) in sync.
+func fleetMachine(name, uid, pid string, p phase.Phase) lifecycle.Input {
+	return lifecycle.Input{
+		Object: lifecycle.Object{Name: name, UID: uid, Owner: "ms", CreationTime: t0},
+		Status: lifecycle.Status{Phase: p, PhaseSince: lifecycle.StampOf(t0), ProviderID: pid, OwnerUID: uid},
+	}
+}
+
+// membersOf returns the members of the machines of ins, as a fleet pass
+// makes them (MemberOf, the default Config).
+func membersOf(ins ...lifecycle.Input) []lifecycle.Member {
+	cfg := lifecycle.DefaultConfig()
+	fleet := make([]lifecycle.Member, len(ins))
+	for i := range ins {
+		fleet[i] = lifecycle.MemberOf(&cfg, &ins[i])
+	}
+	return fleet
 }
 
 func inst(pid, name, owner string, age time.Duration) driverapi.Instance {
@@ -29,15 +45,15 @@ func inst(pid, name, owner string, age time.Duration) driverapi.Instance {
 
 func TestOrphans(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
-	creating := fleetMember("m-new", "uid-new", "", phase.CrashLoopBackOff)
-	initializing := fleetMember("m-init", "uid-init", "", phase.None)
-	initializing.Stage = lifecycle.StageInitializing
-	fleet := []lifecycle.Member{
-		fleetMember("m-1", "uid-1", "p-1", phase.Running),
-		fleetMember("m-2", "uid-2", "p-2", phase.Terminating),
+	creating := fleetMachine("m-new", "uid-new", "", phase.CrashLoopBackOff)
+	initializing := fleetMachine("m-init", "uid-init", "", phase.None)
+	initializing.Status.Stage = lifecycle.StageInitializing
+	fleet := membersOf(
+		fleetMachine("m-1", "uid-1", "p-1", phase.Running),
+		fleetMachine("m-2", "uid-2", "p-2", phase.Terminating),
 		creating, initializing,
-		fleetMember("m-adopting", "uid-adopting", "", phase.Running),
-	}
+		fleetMachine("m-adopting", "uid-adopting", "", phase.Running),
+	)
 	old := time.Hour
 	cases := []struct {
 		name  string
@@ -83,24 +99,23 @@ func TestOrphans(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
-	running := fleetMember("a", "ua", "pa", phase.Running)
-	running.MetadataInSync = true
-	drifted := fleetMember("b", "ub", "pb", phase.Running)
-	drifted.UpdatePending = true
-	pending := fleetMember("c", "uc", "pc", phase.Pending) // created at t0: past the 20m creation timeout
-	unknown := fleetMember("d", "ud", "pd", phase.Unknown)
-	unknown.PhaseSince = lifecycle.StampOf(fleetNow.Add(-5 * time.Minute)) // within the health timeout
-	granted := fleetMember("e", "ue", "pe", phase.Unknown)                 // past the health timeout, asking the provider
-	granted.Flags = lifecycle.FlagGranted
-	ungranted := fleetMember("i", "ui", "pi", phase.Unknown) // past the health timeout, no grant
-	failed := fleetMember("f", "uf", "pf", phase.Failed)
-	replace := fleetMember("g", "ug", "pg", phase.Running)
-	replace.Flags = lifecycle.FlagNeedsReplacement
-	replace.MetadataInSync = true
-	deleting := fleetMember("h", "uh", "ph", phase.Terminating)
-	deleting.Deleting, deleting.DeletionTime = true, lifecycle.StampOf(fleetNow.Add(-time.Minute))
-	deleting.Flags, deleting.Finalizer = lifecycle.FlagTerminated, true
-	fleet := []lifecycle.Member{running, drifted, pending, unknown, granted, failed, replace, deleting, ungranted}
+	running := fleetMachine("a", "ua", "pa", phase.Running)
+	drifted := fleetMachine("b", "ub", "pb", phase.Running)
+	drifted.Object.UpdateGeneration = 1                      // its hot update is not applied
+	drifted.Object.Metadata = map[string]string{"team": "a"} // not observed on the instance
+	pending := fleetMachine("c", "uc", "pc", phase.Pending)  // created at t0: past the 20m creation timeout
+	unknown := fleetMachine("d", "ud", "pd", phase.Unknown)
+	unknown.Status.PhaseSince = lifecycle.StampOf(fleetNow.Add(-5 * time.Minute)) // within the health timeout
+	granted := fleetMachine("e", "ue", "pe", phase.Unknown)                       // past the health timeout, asking the provider
+	granted.Status.Flags = lifecycle.FlagGranted
+	ungranted := fleetMachine("i", "ui", "pi", phase.Unknown) // past the health timeout, no grant
+	failed := fleetMachine("f", "uf", "pf", phase.Failed)
+	replace := fleetMachine("g", "ug", "pg", phase.Running)
+	replace.Status.Flags = lifecycle.FlagNeedsReplacement
+	deleting := fleetMachine("h", "uh", "ph", phase.Terminating)
+	deleting.Object.DeletionTime, deleting.Object.Finalizer = fleetNow.Add(-time.Minute), true
+	deleting.Status.Flags = lifecycle.FlagTerminated
+	fleet := membersOf(running, drifted, pending, unknown, granted, failed, replace, deleting, ungranted)
 
 	s := lifecycle.Summarize(&cfg, fleetNow, fleet, 3)
 	require.Equal(t, 9, s.Machines)
@@ -128,30 +143,36 @@ func TestSummarize(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, func() { s = lifecycle.Summarize(&cfg, fleetNow, fleet, 3) }))
 }
 
+// MemberOf tells whether a machine's hot update is pending and its metadata
+// in sync (every field it resolves: TestMemberOfResolvesTheInput).
 func TestMemberOf(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	in := metadataInput()
 	in.Object.UpdateGeneration = 4
 	m := lifecycle.MemberOf(&cfg, &in)
-	require.Equal(t, lifecycle.Member{Name: machineName, UID: machineUID, Owner: "machineset-1", ProviderID: providerID,
-		Phase: phase.Running, PhaseSince: in.Status.PhaseSince, CreationTime: lifecycle.StampOf(t0), Finalizer: true,
-		UpdatePending: true, MetadataInSync: false}, m)
+	require.True(t, m.UpdatePending())
+	require.False(t, m.MetadataInSync())
 	in.Status.Metadata = map[string]string{"team": "a", "pool": "web"}
 	in.Object.UpdateGeneration = 0
 	m = lifecycle.MemberOf(&cfg, &in)
-	require.True(t, m.MetadataInSync)
-	require.False(t, m.UpdatePending)
+	require.True(t, m.MetadataInSync())
+	require.False(t, m.UpdatePending())
+	in.Status.OwnerUID = "uid-0"
+	require.False(t, lifecycle.MemberOf(&cfg, &in).MetadataInSync(), "the instance is tagged with another owner")
+	cfg.VerifyOwner = false
+	require.True(t, lifecycle.MemberOf(&cfg, &in).MetadataInSync(), "the owner is not verified")
 }
 
 func BenchmarkFleet(b *testing.B) {
 	cfg := lifecycle.DefaultConfig()
 	for _, n := range []int{10_000, 1_000_000} {
-		fleet := fleetOf(n)
+		machines := fleetMachines(n)
 		instances := make([]driverapi.Instance, n)
-		for i := range fleet {
-			fleet[i].ProviderID = fmt.Sprintf("p-%d", i)
-			instances[i] = driverapi.Instance{ProviderID: fleet[i].ProviderID, MachineName: fleet[i].Name}
+		for i := range machines {
+			machines[i].Status.ProviderID = fmt.Sprintf("p-%d", i)
+			instances[i] = driverapi.Instance{ProviderID: machines[i].Status.ProviderID, MachineName: machines[i].Object.Name}
 		}
+		fleet := membersOf(machines...)
 		b.Run(fmt.Sprintf("orphans/machines=%d", n), func(b *testing.B) {
 			var out []driverapi.Call
 			b.ReportAllocs()
@@ -180,7 +201,7 @@ func TestSummaryAgreesWithStep(t *testing.T) {
 		d := step(t, cfg, in)
 		saved := in
 		saved.Status, saved.Outcome = d.Status, nil
-		return d, lifecycle.Summarize(&cfg, in.Now, []lifecycle.Member{lifecycle.MemberOf(&cfg, &saved)}, 0)
+		return d, lifecycle.Summarize(&cfg, in.Now, membersOf(saved), 0)
 	}
 	t.Run("past the health timeout without a grant", func(t *testing.T) {
 		d, s := count(unknownInput())
@@ -205,12 +226,14 @@ func TestSummaryAgreesWithStep(t *testing.T) {
 	})
 }
 
-// member is a fleet member of owner, in phase p since the given minute
-// after t0. Unknown members since minute 0 are past the 10m health timeout
-// at limiterNow.
-func member(name, owner string, p phase.Phase, sinceMinute int) lifecycle.Member {
-	return lifecycle.Member{Name: name, UID: "uid-" + name, Owner: owner, Phase: p,
-		PhaseSince: lifecycle.StampOf(t0.Add(time.Duration(sinceMinute) * time.Minute))}
+// machine is the input of a machine of owner, in phase p since the given
+// minute after t0. Unknown machines since minute 0 are past the 10m health
+// timeout at limiterNow.
+func machine(name, owner string, p phase.Phase, sinceMinute int) lifecycle.Input {
+	return lifecycle.Input{
+		Object: lifecycle.Object{Name: name, UID: "uid-" + name, Owner: owner},
+		Status: lifecycle.Status{Phase: p, PhaseSince: lifecycle.StampOf(t0.Add(time.Duration(sinceMinute) * time.Minute))},
+	}
 }
 
 var limiterNow = t0.Add(30 * time.Minute)
@@ -232,124 +255,124 @@ func TestLimit(t *testing.T) {
 		name  string
 		cfg   lifecycle.Config
 		obs   lifecycle.Observer
-		fleet []lifecycle.Member
+		fleet []lifecycle.Input
 		want  []int
 	}{
 		{
 			name:  "one replacement at a time per owner, oldest Unknown first",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 5), member("b", "o", phase.Unknown, 1), member("c", "o", phase.Running, 0)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 5), machine("b", "o", phase.Unknown, 1), machine("c", "o", phase.Running, 0)},
 			want:  []int{1},
 		},
 		{
 			name:  "a Pending peer is in flight: nothing granted (T3)",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Pending, 25)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 0), machine("b", "o", phase.Pending, 25)},
 		},
 		{
 			name: "a machine holding a grant, not yet Failed, counts and keeps its grant",
 			cfg:  base,
-			fleet: func() []lifecycle.Member {
-				held := member("a", "o", phase.Unknown, 0)
-				held.Flags = lifecycle.FlagGranted
-				return []lifecycle.Member{held, member("b", "o", phase.Unknown, 0)}
+			fleet: func() []lifecycle.Input {
+				held := machine("a", "o", phase.Unknown, 0)
+				held.Status.Flags = lifecycle.FlagGranted
+				return []lifecycle.Input{held, machine("b", "o", phase.Unknown, 0)}
 			}(),
 			want: []int{0},
 		},
 		{
 			name:  "Unknown before its health timeout is not granted",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 25)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 25)},
 		},
 		{
 			name: "per-machine health timeout and disableHealthTimeout are honoured",
 			cfg:  base,
-			fleet: func() []lifecycle.Member {
-				long := member("a", "o", phase.Unknown, 0)
-				long.HealthTimeout = time.Hour
-				off := member("b", "p", phase.Unknown, 0)
-				off.DisableHealthTimeout = true
-				return []lifecycle.Member{long, off}
+			fleet: func() []lifecycle.Input {
+				long := machine("a", "o", phase.Unknown, 0)
+				long.Object.Overrides.HealthTimeout = time.Hour
+				off := machine("b", "p", phase.Unknown, 0)
+				off.Object.Overrides.DisableHealthTimeout = true
+				return []lifecycle.Input{long, off}
 			}(),
 		},
 		{
 			name: "a deleting machine is never granted, and counts as in flight",
 			cfg:  base,
-			fleet: func() []lifecycle.Member {
-				del := member("a", "o", phase.Unknown, 0)
-				del.Deleting = true
-				return []lifecycle.Member{del, member("b", "o", phase.Unknown, 0)}
+			fleet: func() []lifecycle.Input {
+				del := machine("a", "o", phase.Unknown, 0)
+				del.Object.DeletionTime = t0.Add(20 * time.Minute)
+				return []lifecycle.Input{del, machine("b", "o", phase.Unknown, 0)}
 			}(),
 		},
 		{
 			name:  "owners are limited independently",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "o1", phase.Unknown, 0), member("b", "o2", phase.Unknown, 0), member("c", "o1", phase.Unknown, 0)},
+			fleet: []lifecycle.Input{machine("a", "o1", phase.Unknown, 0), machine("b", "o2", phase.Unknown, 0), machine("c", "o1", phase.Unknown, 0)},
 			want:  []int{0, 1},
 		},
 		{
 			name:  "machines without an owner are limited together (deviation, doc/mcm-compat.md)",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "", phase.Unknown, 0), member("b", "", phase.Unknown, 1), member("c", "", phase.Unknown, 2)},
+			fleet: []lifecycle.Input{machine("a", "", phase.Unknown, 0), machine("b", "", phase.Unknown, 1), machine("c", "", phase.Unknown, 2)},
 			want:  []int{0},
 		},
 		{
 			name: "a configurable count (deviation, doc/mcm-compat.md)",
 			cfg:  withLimit(lifecycle.ReplacementLimit{Count: 2}),
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Unknown, 1),
-				member("c", "o", phase.Unknown, 2)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 0), machine("b", "o", phase.Unknown, 1),
+				machine("c", "o", phase.Unknown, 2)},
 			want: []int{0, 1},
 		},
 		{
 			name: "a percentage of the owner's machines, rounded up",
 			cfg:  withLimit(lifecycle.ReplacementLimit{Percent: 25}),
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Unknown, 1),
-				member("c", "o", phase.Unknown, 2), member("d", "o", phase.Running, 0), member("e", "o", phase.Running, 0),
-				member("f", "o", phase.Running, 0)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 0), machine("b", "o", phase.Unknown, 1),
+				machine("c", "o", phase.Unknown, 2), machine("d", "o", phase.Running, 0), machine("e", "o", phase.Running, 0),
+				machine("f", "o", phase.Running, 0)},
 			want: []int{0, 1},
 		},
 		{
 			name:  "Terminating counts once (MCM counts it twice)",
 			cfg:   withLimit(lifecycle.ReplacementLimit{Count: 2}),
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Terminating, 0)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 0), machine("b", "o", phase.Terminating, 0)},
 			want:  []int{0},
 		},
 		{
 			name:  "an InPlaceUpdateFailed machine does not block itself",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "o", phase.InPlaceUpdateFailed, 0), member("b", "o", phase.Running, 0)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.InPlaceUpdateFailed, 0), machine("b", "o", phase.Running, 0)},
 			want:  []int{0},
 		},
 		{
 			name:  "Available machines are settled, not in flight",
 			cfg:   base,
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Available, 0)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 0), machine("b", "o", phase.Available, 0)},
 			want:  []int{0},
 		},
 		{
 			name: "observer degraded: nothing is past its timeout, held grants are not usable",
 			cfg:  base,
 			obs:  lifecycle.Observer{Degraded: true},
-			fleet: func() []lifecycle.Member {
-				held := member("a", "o", phase.Unknown, 0)
-				held.Flags = lifecycle.FlagGranted
-				return []lifecycle.Member{held, member("b", "p", phase.Unknown, 0)}
+			fleet: func() []lifecycle.Input {
+				held := machine("a", "o", phase.Unknown, 0)
+				held.Status.Flags = lifecycle.FlagGranted
+				return []lifecycle.Input{held, machine("b", "p", phase.Unknown, 0)}
 			}(),
 		},
 		{
 			name: "two InPlaceUpdateFailed machines of one owner do not block each other",
 			cfg:  base,
-			fleet: []lifecycle.Member{member("a", "o", phase.InPlaceUpdateFailed, 0),
-				member("b", "o", phase.InPlaceUpdateFailed, 1)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.InPlaceUpdateFailed, 0),
+				machine("b", "o", phase.InPlaceUpdateFailed, 1)},
 			want: []int{0},
 		},
 		{
 			name: "a held grant no longer usable (timeout disabled or not reached) is dropped and not counted",
 			cfg:  base,
-			fleet: func() []lifecycle.Member {
-				held := member("a", "o", phase.Unknown, 25) // within its timeout again
-				held.Flags = lifecycle.FlagGranted
-				return []lifecycle.Member{held, member("b", "o", phase.Unknown, 0)}
+			fleet: func() []lifecycle.Input {
+				held := machine("a", "o", phase.Unknown, 25) // within its timeout again
+				held.Status.Flags = lifecycle.FlagGranted
+				return []lifecycle.Input{held, machine("b", "o", phase.Unknown, 0)}
 			}(),
 			want: []int{1},
 		},
@@ -357,13 +380,13 @@ func TestLimit(t *testing.T) {
 			name:  "after an outage the timeout counts from the recovery",
 			cfg:   base,
 			obs:   lifecycle.Observer{Since: t0.Add(25 * time.Minute)},
-			fleet: []lifecycle.Member{member("a", "o", phase.Unknown, 0)},
+			fleet: []lifecycle.Input{machine("a", "o", phase.Unknown, 0)},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, tc.cfg.Validate())
-			out := lifecycle.Limit(nil, &tc.cfg, limiterNow, tc.obs, tc.fleet)
+			out := lifecycle.Limit(nil, &tc.cfg, limiterNow, tc.obs, membersOf(tc.fleet...))
 			require.Len(t, out, len(tc.fleet))
 			require.Equal(t, tc.want, granted(out))
 		})
@@ -372,7 +395,7 @@ func TestLimit(t *testing.T) {
 
 func TestLimitReusesItsOutput(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
-	fleet := []lifecycle.Member{member("a", "o", phase.Unknown, 0), member("b", "o", phase.Running, 0)}
+	fleet := membersOf(machine("a", "o", phase.Unknown, 0), machine("b", "o", phase.Running, 0))
 	buf := make([]lifecycle.Grant, 5)
 	buf[1].Fail = true // stale content is cleared
 	out := lifecycle.Limit(buf, &cfg, limiterNow, lifecycle.Observer{}, fleet)
@@ -388,24 +411,24 @@ func TestReplacementLimitValidation(t *testing.T) {
 	}
 }
 
-// fleetOf builds n machines spread over owners of 100 machines each, one
-// in ten Unknown past its timeout.
-func fleetOf(n int) []lifecycle.Member {
-	fleet := make([]lifecycle.Member, n)
-	for i := range fleet {
+// fleetMachines builds n machines spread over owners of 100 machines each,
+// one in ten Unknown past its timeout.
+func fleetMachines(n int) []lifecycle.Input {
+	machines := make([]lifecycle.Input, n)
+	for i := range machines {
 		p := phase.Running
 		if i%10 == 3 {
 			p = phase.Unknown
 		}
-		fleet[i] = member(fmt.Sprintf("m-%d", i), fmt.Sprintf("owner-%d", i/100), p, i%7)
+		machines[i] = machine(fmt.Sprintf("m-%d", i), fmt.Sprintf("owner-%d", i/100), p, i%7)
 	}
-	return fleet
+	return machines
 }
 
 func BenchmarkLimit(b *testing.B) {
 	cfg := lifecycle.DefaultConfig()
 	for _, n := range []int{10_000, 1_000_000} {
-		fleet := fleetOf(n)
+		fleet := membersOf(fleetMachines(n)...)
 		out := make([]lifecycle.Grant, n)
 		b.Run(fmt.Sprintf("machines=%d", n), func(b *testing.B) {
 			b.ReportAllocs()

@@ -27,8 +27,10 @@ func TestThrottleRows(t *testing.T) {
 		in.Grant = lifecycle.Limit(nil, &cfg, in.Now, in.Observer, fleet)[0]
 		return in
 	}
-	peer := func(name string, p phase.Phase) lifecycle.Member {
-		return lifecycle.Member{Name: name, UID: name, Owner: "machineset-1", Phase: p, PhaseSince: lifecycle.StampOf(t0)}
+	peer := func(name string, p phase.Phase, since time.Time) lifecycle.Member {
+		in := lifecycle.Input{Object: lifecycle.Object{Name: name, UID: name, Owner: "machineset-1"},
+			Status: lifecycle.Status{Phase: p, PhaseSince: lifecycle.StampOf(since)}}
+		return lifecycle.MemberOf(&cfg, &in)
 	}
 	awaiting := want{rule: lifecycle.RuleHealthAwaitGrant, phase: phase.Unknown, op: unknownOp, period: retry.Short}
 	runRows(t, []rowCase{
@@ -42,15 +44,14 @@ func TestThrottleRows(t *testing.T) {
 		},
 		{
 			name: "T3 another replacement of the owner is in flight: wait Short, no write",
-			in:   func() lifecycle.Input { return grantFor(unknownInput(), peer("m-2", phase.Pending)) },
+			in:   func() lifecycle.Input { return grantFor(unknownInput(), peer("m-2", phase.Pending, t0)) },
 			want: awaiting,
 		},
 		{
 			name: "T4 nothing in flight: granted, confirmed, Failed",
 			in: func() lifecycle.Input {
-				recent := peer("m-3", phase.Unknown)
-				recent.PhaseSince = lifecycle.StampOf(t0.Add(58 * time.Minute)) // not timed out yet
-				return grantFor(unknownInput(), peer("m-2", phase.Running), recent)
+				recent := peer("m-3", phase.Unknown, t0.Add(58*time.Minute)) // not timed out yet
+				return grantFor(unknownInput(), peer("m-2", phase.Running, t0), recent)
 			},
 			results: []driverapi.Result{ok(providerID, nodeName)},
 			want: want{rule: lifecycle.RuleHealthTimeout, phase: phase.Failed, period: retry.Long, changed: true,
@@ -197,13 +198,13 @@ func TestScenarioUnknownToFailedUnderTheLimiter(t *testing.T) {
 	// The owner replaces a: a is deleted and its replacement is Pending,
 	// in flight, so b still waits: an outage is worked off one replacement
 	// at a time, each to Running.
-	repl := lifecycle.Member{Name: "machine-3", UID: "uid-3", Owner: a.Object.Owner, Phase: phase.Pending,
-		PhaseSince: lifecycle.StampOf(b.Now)}
-	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, append(fleet(&b), repl))
+	repl := lifecycle.Input{Object: lifecycle.Object{Name: "machine-3", UID: "uid-3", Owner: a.Object.Owner},
+		Status: lifecycle.Status{Phase: phase.Pending, PhaseSince: lifecycle.StampOf(b.Now)}}
+	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, fleet(&b, &repl))
 	require.False(t, grants[0].Fail)
 	// The replacement joined: b is granted.
-	repl.Phase = phase.Running
-	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, append(fleet(&b), repl))
+	repl.Status.Phase = phase.Running
+	grants = lifecycle.Limit(nil, &cfg, b.Now, b.Observer, fleet(&b, &repl))
 	require.True(t, grants[0].Fail)
 	b.Grant = grants[0]
 	db = step(t, cfg, b)

@@ -22,15 +22,15 @@ import (
 // timeout (counted from the observer's recovery at the latest) and may be
 // marked Failed.
 func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
-	if m.Deleting || m.DisableHealthTimeout || m.PhaseSince == 0 ||
-		(m.Phase != phase.Unknown && m.Phase != phase.InPlaceUpdateFailed) {
+	if m.deleting || m.disableHealthTimeout || m.phaseSince == 0 ||
+		(m.phase != phase.Unknown && m.phase != phase.InPlaceUpdateFailed) {
 		return false
 	}
 	timeout := cfg.HealthTimeout
-	if m.HealthTimeout > 0 {
-		timeout = m.HealthTimeout
+	if m.healthTimeout > 0 {
+		timeout = m.healthTimeout
 	}
-	return now.Sub(later(m.PhaseSince, healthySince)) >= timeout
+	return now.Sub(later(m.phaseSince, healthySince)) >= timeout
 }
 
 // inFlight reports whether the member counts against its owner's limit: it is
@@ -42,14 +42,14 @@ func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
 // problem d.8 in doc/mcm-rows.md), and each machine counts once (MCM counts a
 // Terminating machine twice).
 func (m *Member) inFlight(eligible bool) bool {
-	if m.Deleting {
+	if m.deleting {
 		return true
 	}
-	switch m.Phase {
+	switch m.phase {
 	case phase.Running, phase.Available:
 		return false
 	case phase.Unknown, phase.InPlaceUpdateFailed:
-		return m.Flags.Has(FlagGranted) && eligible
+		return m.flags.Has(FlagGranted) && eligible
 	}
 	return true
 }
@@ -108,16 +108,16 @@ func tally(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 	for i := range fleet {
 		m := &fleet[i]
 		gi := lastGi
-		if gi < 0 || m.Owner != last {
+		if gi < 0 || m.owner != last {
 			// A listing sorted by name keeps an owner's machines together,
 			// so the map is asked once per run of the same owner.
 			var ok bool
-			if gi, ok = index[m.Owner]; !ok {
+			if gi, ok = index[m.owner]; !ok {
 				gi = len(groups)
-				index[m.Owner] = gi
+				index[m.owner] = gi
 				groups = append(groups, ownerGroup{})
 			}
-			last, lastGi = m.Owner, gi
+			last, lastGi = m.owner, gi
 		}
 		eligible := m.eligible(cfg, n, healthySince)
 		groups[gi].total++
@@ -125,7 +125,7 @@ func tally(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 			groups[gi].inFlight++
 		}
 		switch {
-		case eligible && m.Flags.Has(FlagGranted):
+		case eligible && m.flags.Has(FlagGranted):
 			out[i].Fail = true
 		case eligible && !observer.Degraded:
 			candidates = append(candidates, candidate{i, gi})
@@ -155,10 +155,10 @@ func grantOldest(out []Grant, cfg *Config, fleet []Member, groups []ownerGroup, 
 	}
 	older := func(a, b int) int {
 		ma, mb := &fleet[a], &fleet[b]
-		if c := cmp.Compare(ma.PhaseSince, mb.PhaseSince); c != 0 {
+		if c := cmp.Compare(ma.phaseSince, mb.phaseSince); c != 0 {
 			return c
 		}
-		return cmp.Compare(ma.Name, mb.Name)
+		return cmp.Compare(ma.name, mb.name)
 	}
 	for gi := range groups {
 		own := byOwner[start[gi]:start[gi+1]]

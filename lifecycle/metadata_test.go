@@ -164,7 +164,7 @@ func TestMetadataUnverifiedAfterAPatchInTheSamePass(t *testing.T) {
 	in.Status, in.Outcome = d.Status, nil
 	in.Object.Metadata = map[string]string{"pool": "c"}
 	m := lifecycle.MemberOf(&cfg, &in)
-	require.False(t, m.MetadataInSync, "the instance may carry pool=a now")
+	require.False(t, m.MetadataInSync(), "the instance may carry pool=a now")
 	require.Equal(t, lifecycle.RuleMetadataObserve, step(t, cfg, in).Rule)
 }
 
@@ -193,7 +193,7 @@ func TestKeyDroppedWhileItsPatchIsUnverified(t *testing.T) {
 	d = step(t, cfg, in)
 	require.Equal(t, lifecycle.RuleMetadataDiffers, d.Rule, d.String())
 	m := lifecycle.MemberOf(&cfg, &lifecycle.Input{Object: in.Object, Status: d.Status})
-	require.False(t, m.MetadataInSync, "the instance carries a key no longer desired")
+	require.False(t, m.MetadataInSync(), "the instance carries a key no longer desired")
 	// After the patch's backoff, the key is removed.
 	in.Status, in.Outcome, in.Now = d.Status, nil, in.Now.Add(time.Hour)
 	d = step(t, cfg, in)

@@ -44,7 +44,7 @@ func orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, i
 		inst := &instances[i]
 		if k := namesake[j]; k >= 0 {
 			m := &fleet[k]
-			if (m.instanceInFlight() || m.ProviderID == "") && (inst.OwnerUID == "" || inst.OwnerUID == m.UID) {
+			if (m.instanceInFlight() || m.providerID == "") && (inst.OwnerUID == "" || inst.OwnerUID == m.uid) {
 				// In flight, or to be adopted by a machine that records no
 				// instance yet.
 				continue
@@ -91,7 +91,7 @@ func namesakes(fleet []Member, nameKeys []uint32, instances []driverapi.Instance
 		// The machine's name is read only when its key is a loose
 		// instance's: a pass over the keys does not touch the fleet.
 		for j := int(key >> shift); table[j] != 0; j = (j + 1) & (size - 1) {
-			if e := table[j] - 1; keys[e] == key && instances[loose[e]].MachineName == fleet[k].Name {
+			if e := table[j] - 1; keys[e] == key && instances[loose[e]].MachineName == fleet[k].name {
 				machine[e] = k
 				break
 			}

@@ -79,11 +79,11 @@ var orphanPIDs = func() []string {
 // keys.
 var orphanMasks = []uint64{^uint64(0), 0, 0xc000_0001_0000_0003, 0xff00_0000_0000_0000, 0x0000_0000_ffff_ffff}
 
-// Orphans agrees with the plain rule whatever the shape of its joins:
-// hashes that collide (down to all alike, so that only the comparison of
-// the bytes tells providerIDs apart), partitions of one providerID or of
-// all, records longer than a chunk. The fleets' names, UIDs and
-// providerIDs collide often; the machines are built from inputs.
+// Orphans agrees with the plain rule, and so does its join whatever its
+// shape: hashes that collide (down to all alike, so that only the
+// comparison of the bytes tells providerIDs apart), partitions of one
+// providerID or of all, records longer than a chunk. The fleets' names,
+// UIDs and providerIDs collide often; the machines are built from inputs.
 func TestPropertyOrphansJoinShapes(t *testing.T) {
 	cfg := DefaultConfig()
 	names := rapid.SampledFrom([]string{"", "m-1", "m-2", "m-3", "m-4", "m-10", strings.Repeat("m", 40)})
@@ -115,18 +115,23 @@ func TestPropertyOrphansJoinShapes(t *testing.T) {
 		for i := range machines {
 			fleet[i] = MemberOf(&cfg, &machines[i])
 		}
-		dst := make([]driverapi.Call, rapid.IntRange(0, 3).Draw(t, "dst length"))
-		got := orphans(dst, &cfg, orphansNow, fleet, instances, shape)
 		want := plainOrphans(&cfg, orphansNow, machines, instances)
-		if len(got) != len(want) {
-			t.Fatalf("%d calls, the plain rule %d:\n%v\n%v", len(got), len(want), got, want)
-		}
-		for i := range got {
-			if got[i].Method != want[i].Method || got[i].Machine != want[i].Machine {
-				t.Fatalf("call %d: %+v, the plain rule %+v", i, got[i], want[i])
-			}
-		}
+		sameCalls(t, "Orphans", Orphans(nil, &cfg, orphansNow, fleet, instances), want)
+		dst := make([]driverapi.Call, rapid.IntRange(0, 3).Draw(t, "dst length"))
+		sameCalls(t, fmt.Sprintf("the join of shape %+v", shape), orphans(dst, &cfg, orphansNow, fleet, instances, shape), want)
 	})
+}
+
+// sameCalls fails t unless got, the calls of what, are want.
+func sameCalls(t *rapid.T, what string, got, want []driverapi.Call) {
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d calls, the plain rule %d:\n%v\n%v", what, len(got), len(want), got, want)
+	}
+	for i := range got {
+		if got[i].Method != want[i].Method || got[i].Machine != want[i].Machine {
+			t.Fatalf("%s: call %d is %+v, the plain rule's %+v", what, i, got[i], want[i])
+		}
+	}
 }
 
 // A providerID whose hash equals a recorded one's, down to every bit, is

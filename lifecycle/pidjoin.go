@@ -256,16 +256,16 @@ func unrecordedInstances(fleet []Member, instances []driverapi.Instance, shape j
 	if most := max(len(fleet), len(instances)); most > shape.perPartition {
 		top = bits.Len(uint((most - 1) / max(shape.perPartition, 1)))
 	}
-	machinePID := func(i int) string { return fleet[i].ProviderID }
+	machinePID := func(i int) string { return fleet[i].providerID }
 	instancePID := func(i int) string { return instances[i].ProviderID }
 	prefix := commonPrefix(len(fleet), machinePID)
 	nameKeys = make([]uint32, len(fleet))
 	ms := newPIDChunks(top, len(fleet), averageTail(len(fleet), machinePID, prefix), false)
 	for i := range fleet {
 		m := &fleet[i]
-		nameKeys[i] = nameKey(m.Name, shape.mask)
-		if m.ProviderID != "" {
-			mark, rest := tail(m.ProviderID, prefix)
+		nameKeys[i] = nameKey(m.name, shape.mask)
+		if m.providerID != "" {
+			mark, rest := tail(m.providerID, prefix)
 			ms.add(hashTail(mark, rest)&shape.mask, i, mark, rest)
 		}
 	}
@@ -389,18 +389,4 @@ func hashString(s string) uint64 {
 func fold(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
-}
-
-// word64 reads s's first 8 bytes little-endian (the compiler makes it one
-// load); s holds at least 8.
-func word64(s string) uint64 {
-	s = s[:8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// word32 reads s's first 4 bytes little-endian; s holds at least 4.
-func word32(s string) uint32 {
-	s = s[:4]
-	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }

@@ -206,7 +206,7 @@ func (w *machineWorld) endState() bool {
 	case st.Phase == phase.Failed:
 		return true
 	case st.Phase == phase.Running:
-		return (!m.UpdatePending || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync
+		return (!m.UpdatePending() || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync()
 	}
 	return false
 }

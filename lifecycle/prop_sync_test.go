@@ -115,7 +115,7 @@ func (w *metadataWorld) actuallyInSync() bool {
 
 func (w *metadataWorld) reportedInSync() bool {
 	m := lifecycle.MemberOf(&w.cfg, &w.in)
-	return m.MetadataInSync
+	return m.MetadataInSync()
 }
 
 // For any sequence of partial metadata applications (each change may be

@@ -160,20 +160,20 @@ type waitFacts struct {
 // status, object and input they point to. It writes only the fields the
 // rule reads, so a caller may reuse them from member to member.
 func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
-	st.Phase, st.Stage, st.Flags, st.PhaseSince, st.StageSince = m.Phase, m.Stage, m.Flags, m.PhaseSince, m.StageSince
-	st.RetryAfter, st.ProviderID, st.CreationFrom = m.RetryAfter, m.ProviderID, m.CreationFrom
-	o.Finalizer, o.ProviderID = m.Finalizer, ""
-	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.CreationTimeout, m.HealthTimeout, m.DrainTimeout
-	o.Overrides.DisableHealthTimeout = m.DisableHealthTimeout
-	in.Problem, in.Observer.Degraded, in.PredecessorTerminating = m.Problem, m.ObserverDegraded, m.PredecessorTerminating
+	st.Phase, st.Stage, st.Flags, st.PhaseSince, st.StageSince = m.phase, m.stage, m.flags, m.phaseSince, m.stageSince
+	st.RetryAfter, st.ProviderID, st.CreationFrom = m.retryAfter, m.providerID, m.creationFrom
+	o.Finalizer, o.ProviderID = m.finalizer, ""
+	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.creationTimeout, m.healthTimeout, m.drainTimeout
+	o.Overrides.DisableHealthTimeout = m.disableHealthTimeout
+	in.Problem, in.Observer.Degraded, in.PredecessorTerminating = m.problem, m.observerDegraded, m.predecessorTerminating
 	var deleted Stamp // 0: not being deleted
-	if m.Deleting {
-		deleted = m.DeletionTime
+	if m.deleting {
+		deleted = m.deletionTime
 		if deleted == 0 {
 			deleted = 1 // deleting since the beginning of time
 		}
 	}
-	return waitFacts{st: st, o: o, in: in, created: m.CreationTime, deleted: deleted, observed: m.ObserverSince}
+	return waitFacts{st: st, o: o, in: in, created: m.creationTime, deleted: deleted, observed: m.observerSince}
 }
 
 // decideWait fills the decision's Wait from the status it leaves, and

@@ -127,7 +127,7 @@ func (w *shard) checkInjected(mi int32, in *lifecycle.Input, d *lifecycle.Decisi
 }
 
 // checkMetadata: the status never reports the instance metadata in sync
-// (lifecycle.MemberOf's MetadataInSync) while the instance it records
+// (lifecycle.Member's MetadataInSync) while the instance it records
 // carries other metadata, or another owner, than the machine's object asks.
 // The instance is compared first, which is cheap; MemberOf is asked only
 // when it differs. (decided asks after every decision whose verdict may
@@ -158,7 +158,7 @@ func (w *shard) checkMetadata(mi int32, d *lifecycle.Decision) {
 // machine asks, so the decision's status must not report it in sync.
 func (w *shard) checkMetadataDiffers(mi, i int32, d *lifecycle.Decision) {
 	m, x := &w.machines[mi], w.vm(i)
-	if lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: d.Status}).MetadataInSync {
+	if lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: d.Status}).MetadataInSync() {
 		w.broken(mi, d, fmt.Sprintf("metadata reported in sync while instance %s carries %v owner %q, and the machine asks %v owner %q",
 			x.ProviderID, x.Metadata, x.OwnerUID, m.obj.Metadata, m.obj.UID))
 	}
@@ -466,10 +466,10 @@ func (w *shard) checkAvailable(mi int32) {
 func (w *shard) checkRunning(mi int32, mem *lifecycle.Member) {
 	m := &w.machines[mi]
 	nr := m.st.Flags.Has(lifecycle.FlagNeedsReplacement)
-	if mem.UpdatePending && !nr {
+	if mem.UpdatePending() && !nr {
 		w.violation(mi, fmt.Sprintf("hot update not applied at the end: desired %d, applied %d", m.obj.UpdateGeneration, m.st.AppliedGeneration))
 	}
-	if !mem.MetadataInSync {
+	if !mem.MetadataInSync() {
 		w.violation(mi, "metadata not in sync at the end: "+lifecycle.Describe(&m.st, m.obj.Name))
 	}
 	i := w.instByPID(m.st.ProviderID)

@@ -90,7 +90,7 @@
 // (lifecycle.RuleCreateForeignInstance) while that instance's node runs pods
 // only once Config.PredecessorWait (0: the drain timeout) has passed since
 // the machine's creation; after every decision, metadata never reported in
-// sync (lifecycle.MemberOf's MetadataInSync) while the instance carries
+// sync (lifecycle.Member's MetadataInSync) while the instance carries
 // other metadata or another owner; a machine saved Failed by the health
 // timeout only once the world saw its node unhealthy (NotReady or gone)
 // for that long, counted from the observer's last recovery at the latest;

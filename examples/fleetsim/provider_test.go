@@ -86,7 +86,7 @@ func TestMachineReachesRunningAndPassesAllocateNothing(t *testing.T) {
 	n := &w.inst[i].node
 	require.False(t, n.taints.Has(lifecycle.InstanceNotReady))
 	require.Equal(t, m.slot+1, n.label)
-	require.True(t, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st}).MetadataInSync)
+	require.True(t, lifecycle.MemberOf(&w.cfg, &lifecycle.Input{Object: m.obj, Status: m.st}).MetadataInSync())
 
 	allocs := testing.AllocsPerRun(100, func() {
 		w.now += 11 * 60e9 // a resync: the metadata is observed again

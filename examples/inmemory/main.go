@@ -80,7 +80,7 @@ func running(c *memworld.Cluster) bool { return c.Machine.Status.Phase == phase.
 // machine needs replacement) and its instance metadata in sync.
 func synced(cfg *lifecycle.Config, c *memworld.Cluster) bool {
 	m := lifecycle.MemberOf(cfg, &lifecycle.Input{Object: c.Machine.Object, Status: c.Machine.Status})
-	return (!m.UpdatePending || m.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync
+	return (!m.UpdatePending() || c.Machine.Status.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync()
 }
 
 var scenarios = map[string]scenario{

@@ -117,9 +117,12 @@ func (e *scriptEnv) cmdGrant(c *scriptCmd) (string, error) {
 	}
 	fleet := []lifecycle.Member{lifecycle.MemberOf(&e.cfg, &lifecycle.Input{Object: e.obj, Status: e.status})}
 	for i := range others {
-		fleet = append(fleet, lifecycle.Member{Name: fmt.Sprintf("other-%d", i+1), UID: fmt.Sprintf("other-uid-%d", i+1),
-			Owner: e.obj.Owner, Phase: phase.Terminating, Deleting: true,
-			CreationTime: lifecycle.StampOf(e.t0), DeletionTime: lifecycle.StampOf(e.now)})
+		other := lifecycle.Input{
+			Object: lifecycle.Object{Name: fmt.Sprintf("other-%d", i+1), UID: fmt.Sprintf("other-uid-%d", i+1),
+				Owner: e.obj.Owner, CreationTime: e.t0, DeletionTime: e.now},
+			Status: lifecycle.Status{Phase: phase.Terminating},
+		}
+		fleet = append(fleet, lifecycle.MemberOf(&e.cfg, &other))
 	}
 	e.grant = lifecycle.Limit(nil, &e.cfg, e.now, e.observer, fleet)[0]
 	return fmt.Sprintf("limiter: fail=%t (owner %s: %d other machine(s) in flight, limit %d)",

@@ -190,7 +190,7 @@ func (s *wState) end() bool {
 		return true
 	case st.Phase == phase.Running:
 		m := lifecycle.MemberOf(&wCfg, &lifecycle.Input{Object: s.obj, Status: *st})
-		return (!m.UpdatePending || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync &&
+		return (!m.UpdatePending() || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync() &&
 			s.inst.exists && s.metadataApplied()
 	}
 	return false
@@ -216,7 +216,7 @@ func (s *wState) invariant() string {
 	if !s.obj.DeletionTime.IsZero() && !s.obj.Finalizer && s.st.Stage == lifecycle.StageRemoveFinalizer && s.inst.exists {
 		return "our finalizer is removed, the instance is left"
 	}
-	if s.inst.exists && !s.gone && !s.metadataApplied() && lifecycle.MemberOf(&wCfg, &lifecycle.Input{Object: s.obj, Status: s.st}).MetadataInSync {
+	if s.inst.exists && !s.gone && !s.metadataApplied() && lifecycle.MemberOf(&wCfg, &lifecycle.Input{Object: s.obj, Status: s.st}).MetadataInSync() {
 		return fmt.Sprintf("metadata reported in sync while the instance carries %v (owner %q), not %v",
 			metaMap(s.inst.meta), s.inst.owner, s.obj.Metadata)
 	}
