@@ -19,8 +19,9 @@ import (
 // of no known machine, of another incarnation (another owner UID), or a second
 // instance of a machine that recorded another one, is an orphan. dst is reused
 // when its capacity suffices; the order follows instances. Linear in machines
-// plus instances, in time and in memory; it allocates a bounded number of
-// times, however large the fleet.
+// plus instances, in time and in memory: it reads each once and joins their
+// providerIDs a cache-sized partition at a time (pidjoin.go); it allocates a
+// few times, and once more per 4 MiB of providerIDs.
 func Orphans(dst []driverapi.Call, cfg *Config, now time.Time, fleet []Member, instances []driverapi.Instance) []driverapi.Call {
 	return orphans(dst, cfg, now, fleet, instances, joinShape{mask: ^uint64(0), perPartition: pidsPerPartition})
 }

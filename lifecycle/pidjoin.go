@@ -17,7 +17,9 @@ import (
 // the top bits of their hashes, a few thousand providerIDs each; each
 // partition is then joined with a small table that stays in cache. Equal
 // hashes are confirmed by comparing the bytes, so a collision never makes an
-// orphan look recorded.
+// orphan look recorded. The hash has no seed: the providerIDs come from the
+// provider, and ones made to collide would only lengthen the probes of
+// their partition, never change the answer.
 //
 // ProviderIDs share long prefixes (a provider's scheme, a region, a
 // subscription), so the join drops the longest prefix common to a sample of
