@@ -131,7 +131,7 @@ var sections = []section{
 	{title: "Health", prefixes: []string{"health."},
 		intro: "Rules `health.*` (`lifecycle/health.go`): joining, losing and regaining the node, the health timeout and the limiter's grant."},
 	{title: "Deletion", prefixes: []string{"delete."}, also: []lifecycle.Rule{lifecycle.RuleNoMachine},
-		intro: "Rules `delete.*` (`lifecycle/delete.go`), and `dispatch.no-machine` where the machine object is found gone."},
+		intro: "Rules `delete.*` (`lifecycle/delete.go`, `lifecycle/drain.go`), and `dispatch.no-machine` where the machine object is found gone."},
 	{title: "Hot update", prefixes: []string{"update."}, refine: updateState,
 		intro: "Rules `update.*` (`lifecycle/hotupdate.go`). A hot update never moves the place, so the place is refined " +
 			"by the update's state: `FlagNeedsReplacement` set, else the desired generation applied or not " +

@@ -11,7 +11,7 @@
 //
 // The flows are creation and initialization (create.go), health (health.go),
 // hot update (hotupdate.go), instance metadata (metadata.go) and deletion
-// (delete.go). Behaviour follows Gardener's machine-controller-manager (MCM)
+// (delete.go, its drain in drain.go). Behaviour follows Gardener's machine-controller-manager (MCM)
 // row by row, as doc/mcm-rows.md writes its decisions down, except for the
 // deviations listed in doc/mcm-compat.md, each of which fixes an MCM issue.
 // Every decision names its [Rule], a stable identifier such as

@@ -211,133 +211,6 @@ type decider struct {
 	pre *derived
 }
 
-// absorb consumes Input.Outcome, which is not nil: it records what the
-// outcome proves, names the row, and returns what the decision goes on
-// with.
-func (x *decider) absorb() next {
-	o := x.in.Outcome
-	switch o.Persist {
-	case WriteOK:
-	case WriteConflict:
-		x.rule(RulePersistConflict)
-		x.requeue(retry.Conflict)
-		x.unsaved = true
-		return done
-	default:
-		x.rule(RulePersistFailed)
-		x.requeue(retry.Short)
-		x.unsaved = true
-		return done
-	}
-	spec, ok := x.matchOutcome(o)
-	if !ok {
-		return fresh
-	}
-	if spec.handlesWrites() {
-		// An op of API writes whose outcome, complete or not, its handler
-		// decides on (matchOutcome refused a driver answer to it).
-		return x.handle(spec.handler, nil, o)
-	}
-	if o.Ran < o.OpID.Effects() {
-		if o.Stopped == WriteConflict {
-			x.rule(RuleWriteConflict)
-			x.requeue(retry.Conflict)
-		} else {
-			x.rule(RuleWriteFailed)
-			x.requeue(retry.Short)
-		}
-		x.unsaved = true
-		return done
-	}
-	res := &o.Result
-	if res.Method == driverapi.MethodNone {
-		// The effects are done, and the next decision is made afresh from
-		// the world they changed (node and token writes are not repeated
-		// within the pass: see running).
-		return fresh
-	}
-	if x.deleting() && spec.stage == StageNone {
-		// Deletion was requested while another flow's driver call ran:
-		// that flow is over, and its answer counts only for the instance
-		// it names, which deletion then deletes.
-		x.recordForDeletion(res)
-		return fresh
-	}
-	if x.in.Observer.Degraded && !x.deleting() {
-		// The observer turned degraded while the driver was asked: nothing
-		// is concluded now (D4); the question is asked again once it
-		// recovers. The stage and any grant stay.
-		x.rule(RuleFrozen)
-		x.requeue(retry.Long)
-		return done
-	}
-	return x.handle(spec.handler, res, nil)
-}
-
-// recordForDeletion records the instance a lookup or a creation answered
-// with after deletion was requested, when the status records none, so
-// deletion deletes it by its providerID. One created on a stale node object
-// is recorded as such, without the node's name.
-func (x *decider) recordForDeletion(res *driverapi.Result) {
-	st := x.st
-	if st.ProviderID != "" || res.ProviderID == "" || x.foreignResult(res) {
-		return
-	}
-	switch {
-	case res.Method == driverapi.MethodGetStatus && (res.Code == driverapi.OK || res.Code == driverapi.Uninitialized):
-	case res.Method == driverapi.MethodCreate && res.Code == driverapi.OK && !res.Undecodable:
-		if x.createdOnStaleNode(res) {
-			set(x, &st.ProviderID, res.ProviderID)
-			set(x, &st.Flags, st.Flags|FlagStaleInstance)
-			return
-		}
-	default:
-		return
-	}
-	set(x, &st.ProviderID, res.ProviderID)
-	if res.NodeName != "" {
-		set(x, &st.NodeName, res.NodeName)
-	}
-}
-
-// matchOutcome returns the table entry of the rule of the op the saved
-// outcome o reports, and whether o is one this step acts on: an op of the
-// decision that left this status, whose effect count, driver method and
-// answer agree with what the rule emits. A stale outcome (another status)
-// and a mixed-up or forged one are reported as anomalies and not acted on.
-func (x *decider) matchOutcome(o *Outcome) (ruleSpec, bool) {
-	if o.OpID == 0 {
-		// The previous decision only changed the status, which was saved.
-		return ruleSpec{}, false
-	}
-	if o.OpID.Seq() != x.st.Seq {
-		x.anomaly(AnomalyStaleOutcome)
-		return ruleSpec{}, false
-	}
-	n := o.OpID.Effects()
-	rule := o.OpID.Rule()
-	spec, ok := rule.spec()
-	res := &o.Result
-	switch {
-	case !ok || n == 0 || o.Ran < 0 || o.Ran > n || (o.Ran < n && o.Stopped == WriteOK):
-		// A decision's OpID always counts at least one effect, of a
-		// declared rule.
-	case (res.Method != driverapi.MethodNone || spec.handlesWrites()) && !rule.emittableAt(x.st, x.deleting()):
-		// No decision of this op leaves this status (ops.go): a mixed-up
-		// or forged outcome, which carried on would record, create or
-		// delete what no decision asked for.
-	case o.Ran == n && res.Method != driverapi.MethodNone && (spec.handler == handleNone || res.Method != spec.method):
-		// An answer to a question the rule's op does not ask.
-	case rule == RuleCreateLookup && res.ProviderID != "" && x.ref().ProviderID != "" && res.ProviderID != x.ref().ProviderID:
-		// Asked by the recorded providerID, answered about another
-		// instance: recorded, it would replace the machine's own.
-	default:
-		return spec, true
-	}
-	x.anomaly(AnomalyBadOutcome)
-	return ruleSpec{}, false
-}
-
 // edge is StampOf of a time stampIn could not convert exactly: the zero
 // time, one of the extreme seconds, or one out of range, which it flags.
 func (x *decider) edge(t time.Time) Stamp {
@@ -394,7 +267,7 @@ func (x *decider) clampStamps() {
 }
 
 // dispatch decides what the machine does next: the action its outcome's
-// row leads to (goOn, next.go), or, for a pass without one (nextFresh), a
+// row leads to (goOn, absorb.go), or, for a pass without one (nextFresh), a
 // fresh decision from the status: deletion, then the rest of MCM's dispatch
 // rows (decideFresh).
 func (x *decider) dispatch(n next) {
