@@ -59,41 +59,16 @@
 // providerID was never recorded is found by GetMachineStatus on the
 // machine's name, UID and idempotency key.
 //
-// A sample pass, with controller-runtime's Result as the requeue:
+// Package lifecycle/pass implements this loop once: a shell implements
+// pass.Shell (observe the machine, save its status, apply an effect, invoke
+// the driver) and calls pass.Run for each reconcile, with a configuration
+// checked once and a pass.Scratch per worker:
 //
-//	func reconcile(ctx context.Context, m *Machine) (ctrl.Result, error) {
-//		in := observe(m) // lifecycle.Input from caches, Outcome nil
-//		var d lifecycle.Decision
-//		for range lifecycle.MaxStepsPerPass {
-//			d = lifecycle.Step(cfg, in)
-//			out := &lifecycle.Outcome{OpID: d.OpID}
-//			if d.Changed {
-//				if w := saveStatus(ctx, m, d.Status); w != lifecycle.WriteOK {
-//					out.Persist = w
-//					d = lifecycle.Step(cfg, withOutcome(in, out))
-//					break
-//				}
-//			}
-//			if d.Done() {
-//				break
-//			}
-//			for _, e := range d.Effects.Slice() {
-//				if e.Kind == lifecycle.KindCallDriver {
-//					out.Result = driverapi.Invoke(ctx, driver, d.Call, class)
-//				} else if w := apply(ctx, m, e); w != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
-//					out.Stopped = w
-//					break
-//				}
-//				out.Ran++
-//			}
-//			in = observe(m) // the object as the last write returned it
-//			in.Status, in.Outcome = d.Status, out
-//		}
-//		return ctrl.Result{RequeueAfter: d.Requeue}, nil
-//	}
+//	r := pass.Run(ctx, &checked, shell, now, &scratch, nil)
+//	return ctrl.Result{RequeueAfter: r.Requeue}, r.Err
 //
-// examples/inmemory implements this loop in full against an in-memory
-// provider.
+// examples/inmemory runs the same loop (examples/shell, with hooks that
+// crash a pass for its tests) against an in-memory provider.
 //
 // # The fleet
 //

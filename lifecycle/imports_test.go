@@ -8,13 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCoreImportsOnlyStandardLibrary enforces that the five core packages
+// TestCoreImportsOnlyStandardLibrary enforces that the core packages (the
+// five and the pass)
 // depend on nothing outside the standard library and this module.
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go command not available")
 	}
-	core := []string{"phase", "lastop", "retry", "driverapi", "lifecycle"}
+	core := []string{"phase", "lastop", "retry", "driverapi", "lifecycle", "lifecycle/pass"}
 	args := []string{"list", "-deps"}
 	for _, p := range core {
 		args = append(args, "github.com/purelifecycle/machine/"+p)

@@ -24,10 +24,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 
 module=github.com/purelifecycle/machine
-# The core packages and lifecycletest, whose generators, checker and explorer
+# The core packages, the pass, and lifecycletest, whose generators, checker and explorer
 # are exported for users' property tests. NAME, the last path element, names
 # the files in api/.
-packages=(phase lastop retry driverapi lifecycle lifecycle/lifecycletest)
+packages=(phase lastop retry driverapi lifecycle lifecycle/pass lifecycle/lifecycletest)
 # golang.org/x/exp has no tagged versions; this is the newest pseudo-version
 # (go list -m golang.org/x/exp@latest); it requires go 1.26.0.
 APIDIFF_VERSION=v0.0.0-20261014143641-f0251eb4aa3e
