@@ -11,6 +11,7 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -235,18 +236,7 @@ func playPass(t *testing.T, cfg lifecycle.Config, in *lifecycle.Input, answer fu
 // the shell's own write would return it.
 func applyObjectEffects(o *lifecycle.Object, d lifecycle.Decision) {
 	for _, e := range d.Effects.Slice() {
-		switch e.Kind {
-		case lifecycle.KindEnsureFinalizer:
-			o.Finalizer = true
-		case lifecycle.KindRemoveFinalizer:
-			o.Finalizer = false
-		case lifecycle.KindEnsureNodeLabel:
-			o.NodeLabel = e.Value
-		case lifecycle.KindEnsurePriority:
-			o.Priority = e.Value
-		case lifecycle.KindEnsureProviderID:
-			o.ProviderID = e.Value
-		}
+		lifecycletest.ApplyToObject(o, &e)
 	}
 }
 

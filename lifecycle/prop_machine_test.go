@@ -130,21 +130,11 @@ func (w *machineWorld) apply(e lifecycle.Effect) lifecycle.Write {
 	if w.faults && e.Kind != lifecycle.KindEvent && rapid.IntRange(0, 19).Draw(w.t, "write fails "+e.Kind.String()) == 0 {
 		return lifecycle.WriteFailed
 	}
-	o := &w.obj
+	if applied, gone := lifecycletest.ApplyToObject(&w.obj, &e); applied {
+		w.gone = w.gone || gone
+		return lifecycle.WriteOK
+	}
 	switch e.Kind {
-	case lifecycle.KindEnsureFinalizer:
-		o.Finalizer = true
-	case lifecycle.KindRemoveFinalizer:
-		o.Finalizer = false
-		if !o.DeletionTime.IsZero() {
-			w.gone = true
-		}
-	case lifecycle.KindEnsureNodeLabel:
-		o.NodeLabel = e.Value
-	case lifecycle.KindEnsurePriority:
-		o.Priority = e.Value
-	case lifecycle.KindEnsureProviderID:
-		o.ProviderID = e.Value
 	case lifecycle.KindRemoveTaint:
 		w.node.Taints &^= lifecycle.InstanceNotReady
 	case lifecycle.KindLabelNode:

@@ -204,21 +204,11 @@ func (c *Cluster) SaveStatus(st lifecycle.Status) lifecycle.Write {
 
 // Apply implements shell.World.
 func (c *Cluster) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
-	o := &c.Machine.Object
+	if applied, gone := lifecycletest.ApplyToObject(&c.Machine.Object, &e); applied {
+		c.Machine.Gone = c.Machine.Gone || gone
+		return lifecycle.WriteOK, nil
+	}
 	switch e.Kind {
-	case lifecycle.KindEnsureFinalizer:
-		o.Finalizer = true
-	case lifecycle.KindRemoveFinalizer:
-		o.Finalizer = false
-		if !o.DeletionTime.IsZero() {
-			c.Machine.Gone = true
-		}
-	case lifecycle.KindEnsureNodeLabel:
-		o.NodeLabel = e.Value
-	case lifecycle.KindEnsurePriority:
-		o.Priority = e.Value
-	case lifecycle.KindEnsureProviderID:
-		o.ProviderID = e.Value
 	case lifecycle.KindLabelNode:
 		n, ok := c.Nodes[e.Node]
 		if !ok {

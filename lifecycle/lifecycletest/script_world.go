@@ -201,7 +201,6 @@ func (e *scriptEnv) cmdNode(c *scriptCmd) (string, error) {
 
 // apply carries out one effect that is not a driver call.
 func (e *scriptEnv) apply(eff lifecycle.Effect) (lifecycle.Write, error) {
-	o := &e.obj
 	node := func() (*scriptNode, lifecycle.Write, error) {
 		n := e.nodeNamed(eff.Node)
 		if n == nil {
@@ -209,20 +208,11 @@ func (e *scriptEnv) apply(eff lifecycle.Effect) (lifecycle.Write, error) {
 		}
 		return n, lifecycle.WriteOK, nil
 	}
+	if applied, gone := ApplyToObject(&e.obj, &eff); applied {
+		e.gone = e.gone || gone
+		return lifecycle.WriteOK, nil
+	}
 	switch eff.Kind {
-	case lifecycle.KindEnsureFinalizer:
-		o.Finalizer = true
-	case lifecycle.KindRemoveFinalizer:
-		o.Finalizer = false
-		if !o.DeletionTime.IsZero() {
-			e.gone = true
-		}
-	case lifecycle.KindEnsureNodeLabel:
-		o.NodeLabel = eff.Value
-	case lifecycle.KindEnsurePriority:
-		o.Priority = eff.Value
-	case lifecycle.KindEnsureProviderID:
-		o.ProviderID = eff.Value
 	case lifecycle.KindEnsureBootstrapToken:
 		e.token, e.expiry = true, eff.Expiry
 	case lifecycle.KindDeleteBootstrapToken:

@@ -52,20 +52,11 @@ func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
 		if i >= stop {
 			return
 		}
+		if applied, gone := ApplyToObject(&s.obj, &e); applied {
+			s.gone = s.gone || gone
+			continue
+		}
 		switch e.Kind {
-		case lifecycle.KindEnsureFinalizer:
-			s.obj.Finalizer = true
-		case lifecycle.KindRemoveFinalizer:
-			s.obj.Finalizer = false
-			if !s.obj.DeletionTime.IsZero() {
-				s.gone = true
-			}
-		case lifecycle.KindEnsureNodeLabel:
-			s.obj.NodeLabel = e.Value
-		case lifecycle.KindEnsurePriority:
-			s.obj.Priority = e.Value
-		case lifecycle.KindEnsureProviderID:
-			s.obj.ProviderID = e.Value
 		case lifecycle.KindRemoveTaint:
 			s.taint = false
 		case lifecycle.KindEnsureBootstrapToken:

@@ -60,17 +60,8 @@ func (m *memShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write
 
 func (m *memShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
 	m.applied++
-	switch e.Kind {
-	case lifecycle.KindEnsureFinalizer:
-		m.obj.Finalizer = !m.loseFinalizer
-	case lifecycle.KindRemoveFinalizer:
-		m.obj.Finalizer = false
-	case lifecycle.KindEnsureNodeLabel:
-		m.obj.NodeLabel = e.Value
-	case lifecycle.KindEnsurePriority:
-		m.obj.Priority = e.Value
-	case lifecycle.KindEnsureProviderID:
-		m.obj.ProviderID = e.Value
+	if e.Kind != lifecycle.KindEnsureFinalizer || !m.loseFinalizer {
+		lifecycletest.ApplyToObject(&m.obj, e)
 	}
 	return lifecycle.WriteOK, ""
 }
