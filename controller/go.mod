@@ -1,4 +1,4 @@
-module github.com/purelifecycle/machine/examples/controller
+module github.com/purelifecycle/machine/controller
 
 go 1.26.0
 
@@ -71,4 +71,4 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/purelifecycle/machine => ../..
+replace github.com/purelifecycle/machine => ..

@@ -1,4 +1,4 @@
-// Package controller is a controller-runtime reconciler that drives Machine
+// Package machines is a controller-runtime reconciler that drives Machine
 // resources (api/v1alpha1) with the purelifecycle core. It carries out each
 // decision exactly as the caller's obligations of package lifecycle say:
 // persist the status first through the status subresource, carry out the
@@ -22,7 +22,7 @@
 // Machines of one controller are reconciled one at a time (controller-runtime's
 // default of one worker), which serialises the fleet limiter's grants as
 // lifecycle.Limit asks.
-package controller
+package machines
 
 import (
 	"context"
@@ -36,8 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"

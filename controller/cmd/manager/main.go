@@ -1,8 +1,8 @@
-// Command controller runs the example Machine controller against the
+// Command manager runs the Machine controller against the
 // cluster of a kubeconfig (--kubeconfig, else $KUBECONFIG, else in-cluster),
 // with an in-process fake cloud provider:
 //
-//	go run . --kubeconfig ~/.kube/config --fake-kubelet
+//	go run ./cmd/manager --kubeconfig ~/.kube/config --fake-kubelet
 //
 // It installs the Machine CRD (machine.purelifecycle.dev/v1alpha1), then
 // decides every Machine's lifecycle with the purelifecycle core. With
@@ -38,11 +38,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/controller/config"
+	"github.com/purelifecycle/machine/controller/fakecloud"
+	"github.com/purelifecycle/machine/controller/machines"
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
-	"github.com/purelifecycle/machine/examples/controller/config"
-	"github.com/purelifecycle/machine/examples/controller/controller"
-	"github.com/purelifecycle/machine/examples/controller/fakecloud"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
@@ -135,18 +135,18 @@ func CacheOptions() cache.Options {
 
 // NewReconciler returns the reconciler of mgr over driver with cfg, with
 // its metrics registered in controller-runtime's registry.
-func NewReconciler(mgr ctrl.Manager, driver driverapi.Driver, cfg lifecycle.Config) (*controller.Reconciler, error) {
-	r := &controller.Reconciler{
+func NewReconciler(mgr ctrl.Manager, driver driverapi.Driver, cfg lifecycle.Config) (*machines.Reconciler, error) {
+	r := &machines.Reconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("purelifecycle-machine-controller"),
 		Driver:   driver,
 		Class: driverapi.Class{Name: "fake", Secret: map[string][]byte{
-			"userData": []byte("#!/bin/sh\n# join the cluster with bootstrap token " + controller.BootstrapTokenPlaceholder + "\n"),
+			"userData": []byte("#!/bin/sh\n# join the cluster with bootstrap token " + machines.BootstrapTokenPlaceholder + "\n"),
 		}},
 		Config: cfg,
 	}
-	m, err := controller.NewMetrics(metrics.Registry, mgr.GetClient(), &r.Config, time.Now)
+	m, err := machines.NewMetrics(metrics.Registry, mgr.GetClient(), &r.Config, time.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package controller
+package machines
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 

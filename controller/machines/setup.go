@@ -1,4 +1,4 @@
-package controller
+package machines
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 

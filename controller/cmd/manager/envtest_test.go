@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/controller/config"
+	"github.com/purelifecycle/machine/controller/fakecloud"
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
-	"github.com/purelifecycle/machine/examples/controller/config"
-	"github.com/purelifecycle/machine/examples/controller/fakecloud"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 

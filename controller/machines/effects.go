@@ -1,4 +1,4 @@
-package controller
+package machines
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 

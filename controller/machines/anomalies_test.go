@@ -1,4 +1,4 @@
-package controller
+package machines
 
 import (
 	"regexp"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/purelifecycle/machine/examples/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
