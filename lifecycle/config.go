@@ -25,8 +25,10 @@ type Config struct {
 	// DrainTimeout bounds the drain, counted from the deletion time, after
 	// which it is forced (MCM --machine-drain-timeout, 2h).
 	DrainTimeout time.Duration
-	// MaxEvictRetries bounds pod eviction retries of a drain (MCM
-	// --machine-max-evict-retries, 360). Must not be negative.
+	// MaxEvictRetries bounds the eviction rounds of one unforced drain
+	// (MCM --machine-max-evict-retries, 360): a drain with pods left after
+	// that many rounds, Config.EvictRetryInterval apart, failed, and begins
+	// again after a backoff. Must not be negative.
 	MaxEvictRetries int32
 	// NodeConditions are the node condition types that make a node
 	// unhealthy when their status is not False (MCM --node-conditions).
@@ -49,14 +51,13 @@ type Config struct {
 	// NotReady, or ReadonlyFilesystem, for longer than this (MCM's
 	// hard-coded 5 minutes).
 	ForceDrainAfter time.Duration
-	// ForcedDrainTimeout and ForcedEvictRetries bound a drain forced by the
-	// force-deletion label or the drain timeout (MCM's 1 minute and 1 retry).
+	// ForcedDrainTimeout bounds a forced drain: when the pods it deletes
+	// are not all gone this long after it was forced, deletion goes on
+	// without them (MCM's 1 minute).
 	ForcedDrainTimeout time.Duration
-	// ForcedEvictRetries: see ForcedDrainTimeout. Must not be negative.
-	ForcedEvictRetries int32
-	// EvictRetryInterval is the pause between pod eviction retries; the
-	// eviction retries of a drain are at most DrainTimeout / EvictRetryInterval
-	// (MCM's 20 seconds).
+	// EvictRetryInterval is the pause between two rounds of a drain's
+	// evictions; an unforced drain makes at most DrainTimeout /
+	// EvictRetryInterval of them (MCM's 20 seconds).
 	EvictRetryInterval time.Duration
 	// Retry maps outcome classes to retry periods and adds backoff and
 	// jitter (retry.DefaultPolicy: ResourceExhausted retried Long).
@@ -89,7 +90,6 @@ func DefaultConfig() Config {
 		Replacements:       ReplacementLimit{Count: 1},
 		ForceDrainAfter:    5 * time.Minute,
 		ForcedDrainTimeout: time.Minute,
-		ForcedEvictRetries: 1,
 		EvictRetryInterval: 20 * time.Second,
 	}
 }
@@ -180,9 +180,6 @@ func (c *Config) check(bad func(format string, args ...any)) {
 	}
 	if c.MaxEvictRetries < 0 {
 		bad("MaxEvictRetries must not be negative, got %d", c.MaxEvictRetries)
-	}
-	if c.ForcedEvictRetries < 0 {
-		bad("ForcedEvictRetries must not be negative, got %d", c.ForcedEvictRetries)
 	}
 	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
 		bad("Replacements must set exactly one of Count (>= 1) or Percent (1..100), got %+v", r)
@@ -285,8 +282,9 @@ func (c *Config) predecessorWait(o *Object) time.Duration {
 	return c.drainTimeout(o)
 }
 
-// maxEvictRetries is MCM's effective eviction retries of a normal drain:
-// min(max evict retries, drain timeout / eviction retry interval).
+// maxEvictRetries is MCM's effective eviction retries of a normal drain,
+// the eviction rounds of one unforced drain here: min(max evict retries,
+// drain timeout / eviction retry interval).
 func (c *Config) maxEvictRetries(o *Object) int32 {
 	n := c.MaxEvictRetries
 	if o.Overrides.MaxEvictRetries > 0 {

@@ -28,6 +28,9 @@ func clbo(code, desc string) op { return op{lastop.TypeCreate, lastop.StateFaile
 var pendingOp = op{lastop.TypeCreate, lastop.StateProcessing, "", creating}
 
 // identityEffects are the object writes that record a new instance (B2).
+// instanceCreated is the event of a CreateMachine that succeeded.
+const instanceCreated = "event Normal InstanceCreated (create.created)"
+
 var identityEffects = []string{
 	"ensure-node-label " + nodeName,
 	"ensure-priority " + lifecycle.DefaultPriority,
@@ -125,14 +128,14 @@ func TestCreationRowsPhaseA(t *testing.T) {
 			created: lifecycle.Node{Name: nodeName, ProviderID: providerID},
 			results: []driverapi.Result{notFound, ok(providerID, nodeName)},
 			want: want{rule: lifecycle.RuleCreateCreated, period: retry.Short, changed: true,
-				effects: append(append([]string{}, identityEffects...), initCall)},
+				effects: append(append([]string{instanceCreated}, identityEffects...), initCall)},
 		},
 		{
 			name:    "A6 created: instance recorded, object written, InitializeMachine asked",
 			in:      fresh,
 			results: []driverapi.Result{notFound, ok(providerID, nodeName)},
 			want: want{rule: lifecycle.RuleCreateCreated, period: retry.Short, changed: true,
-				effects: append(append([]string{}, identityEffects...), initCall)},
+				effects: append(append([]string{instanceCreated}, identityEffects...), initCall)},
 			check: func(t *testing.T, _ lifecycle.Input, d lifecycle.Decision) {
 				require.Equal(t, lifecycle.StageInitializing, d.Status.Stage)
 				require.Equal(t, providerID, d.Status.ProviderID)
@@ -225,7 +228,7 @@ func TestCreationRowsPhaseB(t *testing.T) {
 			},
 			results: created,
 			want: want{rule: lifecycle.RuleCreateCreated, period: retry.Short, changed: true,
-				effects: append(append([]string{}, identityEffects...), initCall)},
+				effects: append(append([]string{instanceCreated}, identityEffects...), initCall)},
 		},
 		{
 			name:    "B3 InitializeMachine Unimplemented: nothing to initialize, Pending",

@@ -119,18 +119,35 @@ func (x *decider) nodeEffect(k Kind, node, key, value string) {
 	e.Node, e.Key, e.Value = node, key, value
 }
 
-// drainEffect appends a drain of node.
-func (x *decider) drainEffect(node string, force bool, timeout time.Duration, retries int32) {
+// drainEffect appends a round of the drain of node.
+func (x *decider) drainEffect(node string, force bool) {
 	e := x.put(KindDrain)
-	e.Node, e.Force, e.Timeout, e.Retries = node, force, timeout, retries
+	e.Node, e.Force = node, force
 }
 
 // event reports a change of the machine as a Kubernetes event. Only
 // decisions that change the status emit events: a decision whose effects
-// ran is followed by a fresh one, which must not repeat them.
+// ran is followed by a fresh one, which must not repeat them. A decision
+// that changes the status under a rule that declares an event and emitted
+// none reports it at the seal (ruleEvent).
 func (x *decider) event(r Rule, warning bool) {
 	e := x.put(KindEvent)
 	e.Rule, e.Warning = r, warning
+	x.evented = true
+}
+
+// ruleEvent reports the decision's rule as an event when the rule declares
+// one, the decision changes the status and reported no event of its own;
+// it comes first among the effects, so a driver call stays the last.
+func (x *decider) ruleEvent() {
+	r := x.d.Rule
+	if !x.changed || x.evented || !r.Valid() || ruleSpecs[r].event == "" {
+		return
+	}
+	ev := [1]Effect{{Kind: KindEvent, Rule: r, Warning: ruleSpecs[r].warn}}
+	if !x.d.Effects.prepend(ev[:]) {
+		x.anomaly(AnomalyEffectsFull)
+	}
 }
 
 // call emits the driver call; it is always the last effect.

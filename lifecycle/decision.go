@@ -122,6 +122,10 @@ const (
 	// the machine's name to finish terminating, until Config.PredecessorWait
 	// after its creation.
 	WaitPredecessor
+	// WaitDrain: being deleted, waiting for the pods of the node being
+	// drained to go, until the drain is forced (its drain timeout) or,
+	// forced, until deletion goes on without them.
+	WaitDrain
 	waitCount
 )
 
@@ -152,6 +156,8 @@ func (w WaitFor) String() string {
 		return "deletion"
 	case WaitPredecessor:
 		return "predecessor"
+	case WaitDrain:
+		return "drain"
 	}
 	return "unknown-wait"
 }

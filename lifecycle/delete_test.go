@@ -58,8 +58,8 @@ const (
 	pdbError      = "Cannot evict pod as it would violate the pod's disruption budget"
 	nodeCondition = "set-node-condition node-vm-1 Terminating=True reason=ScaleDown"
 	cordonNode    = "cordon node-vm-1"
-	drainNormal   = "drain node-vm-1 timeout=2h0m0s retries=360"
-	drainForced   = "drain node-vm-1 timeout=1m0s retries=1 force"
+	drainNormal   = "drain node-vm-1"
+	drainForced   = "drain node-vm-1 force"
 )
 
 var (
@@ -263,7 +263,7 @@ func TestDrainForcedByAConditionWithoutTime(t *testing.T) {
 	in := terminating(lifecycle.StageDrain, 0, lastop.DescInitiateDrain)()
 	in.Status.Conditions = []lifecycle.Condition{{Type: "Ready", Status: lifecycle.ConditionFalse}}
 	d := step(t, lifecycle.DefaultConfig(), in)
-	require.Equal(t, "drain node-vm-1 timeout=2h0m0s retries=360 force", d.Lines()[2])
+	require.Equal(t, "drain node-vm-1 force", d.Lines()[2])
 }
 
 // MCM never reaches the Terminating condition's reason Unhealthy (MCM

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/purelifecycle/machine/lastop"
@@ -18,28 +19,22 @@ type drainMode struct {
 	// force deletes pods instead of evicting them, and lets deletion go on
 	// when the drain fails.
 	force bool
-	// timeout and retries bound the drain.
-	timeout time.Duration
-	retries int32
+	// rounds bounds how long one unforced drain may take: with pods left
+	// after rounds eviction rounds, EvictRetryInterval apart, it failed
+	// and begins again after a backoff.
+	rounds time.Duration
 }
 
 // drainMode decides MCM's forceDeletePods/forceDeleteMachine: forced by
 // the force-deletion label or the drain timeout counted from the deletion
-// time (which also shrink the drain to ForcedDrainTimeout and
-// ForcedEvictRetries), or by a node NotReady or ReadonlyFilesystem for
-// longer than ForceDrainAfter.
+// time, or by a node NotReady or ReadonlyFilesystem for longer than
+// ForceDrainAfter.
 func (x *decider) drainMode() drainMode {
 	o := &x.in.Object
-	m := drainMode{timeout: x.cfg.drainTimeout(o), retries: x.cfg.maxEvictRetries(o)}
-	spent := x.elapsed(x.deleted)
-	if o.ForceDeletion || spent >= m.timeout {
-		return drainMode{force: true, timeout: x.cfg.ForcedDrainTimeout, retries: x.cfg.ForcedEvictRetries}
-	}
-	if left := m.timeout - spent; x.st.Failures.Delete > 0 && left < m.timeout {
-		// A retried drain gets the time left before the drain timeout
-		// forces it (at least a forced drain's), not the whole timeout
-		// again; the first gets MCM's whole timeout.
-		m.timeout = max(left, x.cfg.ForcedDrainTimeout)
+	m := drainMode{rounds: time.Duration(max(x.cfg.maxEvictRetries(o), 1)) * x.cfg.EvictRetryInterval}
+	if o.ForceDeletion || x.elapsed(x.deleted) >= x.cfg.drainTimeout(o) {
+		m.force = true
+		return m
 	}
 	for i := range x.st.Conditions {
 		// A condition without a transition time has been so forever, as
@@ -58,8 +53,9 @@ func forcesDrain(c *Condition) bool {
 		c.Type == "ReadonlyFilesystem" && c.Status != ConditionFalse
 }
 
-// drain is S2: set the node's Terminating condition, cordon it and drain
-// it, as one op whose outcome says which part failed.
+// drain is S2: set the node's Terminating condition, cordon it and begin
+// its drain, as one op whose outcome says which part failed; then, while
+// the drain is under way, follow it (draining).
 func (x *decider) drain() {
 	if x.in.NodeReadFailed {
 		// Nothing is done to a node that could not be read: a recorded
@@ -77,12 +73,17 @@ func (x *decider) drain() {
 		return
 	}
 	m := x.drainMode()
-	if x.node() == nil {
+	n := x.node()
+	if n == nil {
 		// The node was read and is not there: as MCM's drain of a node
 		// not found, there is nothing to drain (S2e, S2f), and nothing is
 		// written to a node of that name the observation does not show.
-		x.drained(m.force)
+		x.drained(m.force || x.st.Flags.Has(FlagDeletingPods))
 		x.deleteStage()
+		return
+	}
+	if x.st.Flags.Has(FlagDraining) {
+		x.draining(n, m)
 		return
 	}
 	if m.force {
@@ -96,20 +97,89 @@ func (x *decider) drain() {
 	}
 	x.nodeEffect(KindSetNodeCondition, node, ConditionTerminating, reason)
 	x.nodeEffect(KindCordon, node, "", "")
-	x.drainEffect(node, m.force, m.timeout, m.retries)
+	x.drainEffect(node, m.force)
 	x.requeue(retry.Short)
 }
 
-// onDrain decides on the outcome of a drain op (S2b-S2h). A forced drain goes
-// on whatever failed; an unforced one retries with backoff from Short towards
-// Medium (MCM issue 703,
+// draining follows the drain under way of node n: it is done when the
+// node shows no pods left; a forced one goes on without them after
+// ForcedDrainTimeout (S2g); an unforced one is forced when its drain
+// timeout passes or its node's conditions say so, and failed after its
+// eviction rounds (S2h); in between, a round of evictions every
+// EvictRetryInterval asks again for the pods left.
+func (x *decider) draining(n *Node, m drainMode) {
+	st := x.st
+	forced := st.Flags.Has(FlagDeletingPods)
+	spent := x.elapsed(st.StageSince)
+	switch {
+	case n.Pods <= 0:
+		// S2e, S2f: the world shows the node drained.
+		x.drained(forced)
+		x.deleteStage()
+	case forced && spent >= x.cfg.ForcedDrainTimeout:
+		// S2g: the pods the forced drain deleted are not all gone in time.
+		x.endDrain()
+		x.advance(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, podsLeft(n.Pods)),
+			StageVolumes, FlagDrainForced)
+	case !forced && m.force:
+		// Forced now: the pods left are deleted.
+		x.act(RuleDeleteDrainForce)
+		x.drainEffect(n.Name, true)
+		x.requeue(retry.Short)
+	case !forced && spent >= m.rounds:
+		// S2h: the evictions of this drain ran out; it begins again.
+		x.endDrain()
+		x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, lastop.DescDrainFailed, podsLeft(n.Pods)),
+			retry.Short, retry.Medium)
+	case spent < x.cfg.EvictRetryInterval:
+		// The drain began this round; the next asks again.
+		x.rule(RuleDeleteDraining)
+		x.wake(x.drainBound(forced, m, spent, x.cfg.EvictRetryInterval-spent), x.cfg.EvictRetryInterval)
+	default:
+		x.act(RuleDeleteDrainRound)
+		x.drainEffect(n.Name, forced)
+		x.requeue(retry.Short)
+	}
+}
+
+// drainBound bounds a wait of the drain under way, wanted, by the moment
+// it must be looked at again: a forced one's timeout, an unforced one's
+// last round (its drain timeout and its node's conditions are the wait's
+// own deadlines, see decideWait).
+func (x *decider) drainBound(forced bool, m drainMode, spent, wanted time.Duration) time.Duration {
+	left := m.rounds - spent
+	if forced {
+		left = x.cfg.ForcedDrainTimeout - spent
+	}
+	return max(min(wanted, left), 1)
+}
+
+// podsLeft is the detail of a drain that ended with pods left.
+func podsLeft(n int) string {
+	if n == 1 {
+		return "1 pod left on the node"
+	}
+	return strconv.Itoa(n) + " pods left on the node"
+}
+
+// onDrain decides on the outcome of the op that begins a drain (S2b-S2h),
+// or forces one under way. When all of it ran, the drain is under way
+// from now. A forced drain goes on whatever failed; an unforced one
+// retries with backoff from Short towards Medium (MCM issue 703,
 // https://github.com/gardener/machine-controller-manager/issues/703), until
 // the drain timeout forces it.
 func (x *decider) onDrain(o *Outcome) next {
 	forced := o.OpID.Rule() == RuleDeleteDrainForce
 	n := o.OpID.Effects()
 	if o.Ran >= n {
-		x.drained(forced)
+		st := x.st
+		flags := st.Flags | FlagDraining
+		if forced {
+			flags |= FlagDeletingPods
+		}
+		set(x, &st.Flags, flags)
+		set(x, &st.StageSince, x.now)
+		set(x, &st.RetryAfter, 0)
 		return fresh
 	}
 	if forced && o.Ran < n-1 {
@@ -132,6 +202,7 @@ func (x *decider) onDrain(o *Outcome) next {
 	if forced {
 		// S2c, S2g: a forced drain goes on when the cordon or the drain
 		// failed.
+		x.endDrain()
 		return x.entered(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, o.Error),
 			StageVolumes, FlagDrainForced)
 	}
@@ -139,19 +210,46 @@ func (x *decider) onDrain(o *Outcome) next {
 	if n == 3 && failedAt(o, 3) == 0 {
 		desc = lastop.DescDrainConditionFailed // S2b
 	}
+	x.endDrain()
 	return x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, desc, o.Error), retry.Short, retry.Medium)
+}
+
+// onDrainRound decides on the outcome of a round of the drain under way:
+// when the node shows no pods left, a fresh decision records it drained;
+// else the drain waits for its next round. A round that failed is the
+// drain's failure (onDrain).
+func (x *decider) onDrainRound(o *Outcome) next {
+	if o.Ran < o.OpID.Effects() {
+		if x.st.Flags.Has(FlagDeletingPods) {
+			x.endDrain()
+			return x.entered(RuleDeleteDrainForcedOn, deleteOp(lastop.StateProcessing, lastop.DescForceDrainFailed, o.Error),
+				StageVolumes, FlagDrainForced)
+		}
+		x.endDrain()
+		return x.deleteFailed(RuleDeleteDrainFailed, deleteOp(lastop.StateFailed, lastop.DescDrainFailed, o.Error),
+			retry.Short, retry.Medium)
+	}
+	if n := x.node(); n == nil || n.Pods <= 0 || x.in.NodeReadFailed {
+		return fresh
+	}
+	// Pods are left: the next round comes after EvictRetryInterval, or
+	// sooner when a timeout of the drain passes (the fresh decision of a
+	// later pass decides on it).
+	x.rule(RuleDeleteDraining)
+	forced, m := x.st.Flags.Has(FlagDeletingPods), x.drainMode()
+	x.wake(x.drainBound(forced, m, x.elapsed(x.st.StageSince), x.cfg.EvictRetryInterval), x.cfg.EvictRetryInterval)
+	return done
 }
 
 // forcedDrainRest carries on a forced drain whose op o stopped at a write
 // before the drain: what followed the failed write.
 func (x *decider) forcedDrainRest(o *Outcome) {
 	node := x.deletionNode()
-	m := x.drainMode()
 	x.act(RuleDeleteDrainForce)
 	if o.OpID.Effects()-o.Ran-1 == 2 { // the condition failed: cordon, then drain
 		x.nodeEffect(KindCordon, node, "", "")
 	}
-	x.drainEffect(node, true, m.timeout, m.retries)
+	x.drainEffect(node, true)
 	x.requeue(retry.Short)
 }
 
@@ -159,6 +257,7 @@ func (x *decider) forcedDrainRest(o *Outcome) {
 // forced drain the node's volume attachments come next (S3), else the
 // instance's deletion.
 func (x *decider) drained(forced bool) {
+	x.endDrain()
 	if forced {
 		x.enter(RuleDeleteForceDrained, deleteOp(lastop.StateProcessing, lastop.DescForceDrainSucceeded, ""),
 			StageVolumes, FlagDrainForced)
@@ -166,4 +265,9 @@ func (x *decider) drained(forced bool) {
 	}
 	x.enter(RuleDeleteDrained, deleteOp(lastop.StateProcessing, lastop.DescDrainSucceeded, ""),
 		StageDeleteVM, FlagDrainSucceeded)
+}
+
+// endDrain records that no drain is under way any more.
+func (x *decider) endDrain() {
+	set(x, &x.st.Flags, x.st.Flags&^flagsDrainUnderWay)
 }

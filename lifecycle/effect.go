@@ -1,7 +1,5 @@
 package lifecycle
 
-import "time"
-
 // Kind is the kind of an [Effect]. The set is closed: a shell that handles
 // every kind handles every decision.
 type Kind uint8
@@ -38,10 +36,16 @@ const (
 	// KindCordon: mark node Node unschedulable. A node that no longer
 	// exists counts as done.
 	KindCordon
-	// KindDrain: evict the pods of node Node (deleting them instead when
-	// Force), ignoring DaemonSet pods, within Timeout and at most Retries
-	// eviction retries per pod; report failure with the drain's error text
-	// in Outcome.Error. A node that no longer exists counts as drained.
+	// KindDrain: one round of the drain of node Node: ask once to evict
+	// each of its pods that a drain removes (see Node.Pods), or delete them
+	// when Force, and return without waiting for them to go. An eviction
+	// refused for now (a PodDisruptionBudget's 429) is not a failure: the
+	// pod stays, later inputs count it, and the next round asks again.
+	// Report failure, with its error text in Outcome.Error, only when the
+	// round could not be carried out (the pods could not be listed, an
+	// eviction or deletion failed otherwise). A node that no longer exists
+	// counts as done. The lifecycle asks for a round every
+	// Config.EvictRetryInterval while pods are left.
 	KindDrain
 	// KindDeleteVolumeAttachments: delete the live VolumeAttachments of node
 	// Node. Failures to delete single attachments count as done: the next
@@ -134,8 +138,6 @@ type Effect struct {
 	Warning bool
 	// Force marks a forced [KindDrain]: pods are deleted, not evicted.
 	Force bool
-	// Retries bounds the eviction retries of a [KindDrain].
-	Retries int32
 	// Rule is the rule a [KindEvent] reports.
 	Rule Rule
 	// Node names the node of a node effect.
@@ -147,8 +149,6 @@ type Effect struct {
 	Value string
 	// Expiry is when an ensured bootstrap token expires.
 	Expiry Stamp
-	// Timeout bounds an effect that waits: a [KindDrain].
-	Timeout time.Duration
 }
 
 // Reasons of the node condition [ConditionTerminating], as MCM sets them.

@@ -87,7 +87,7 @@ func ExampleStep_deletion() {
 	// delete.node-known
 	//   set-node-condition node-a Terminating=True reason=ScaleDown
 	//   cordon node-a
-	//   drain node-a timeout=2h0m0s retries=360
+	//   drain node-a
 }
 
 // Hot update: the spec asks generation 2; UpdateMachine applies it.

@@ -150,6 +150,11 @@ type Node struct {
 	Deleting bool
 	// VolumesAttached counts the node's status.volumesAttached.
 	VolumesAttached int
+	// Pods counts the pods a drain of the node must remove: the pods bound
+	// to it other than DaemonSet and mirror pods, those already terminating
+	// included. A drain is done when none is left, so a shell fills it
+	// whenever it reads the node of a machine being deleted.
+	Pods int
 }
 
 // Found reports whether the node exists.

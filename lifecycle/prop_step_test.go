@@ -37,7 +37,7 @@ func TestPropertyStepRefusesExactlyInvalidConfigs(t *testing.T) {
 			}
 		}
 		if rapid.Bool().Draw(t, "change retries") {
-			cfg.MaxEvictRetries, cfg.ForcedEvictRetries = counts.Draw(t, "max"), counts.Draw(t, "forced")
+			cfg.MaxEvictRetries = counts.Draw(t, "max")
 		}
 		if rapid.IntRange(0, 3).Draw(t, "change jitter") == 0 {
 			cfg.Retry.JitterPercent = rapid.IntRange(-5, 105).Draw(t, "jitter")

@@ -222,23 +222,35 @@ const (
 	RuleDeleteLookupUninitialized
 	// RuleDeleteLookupFailed: GetMachineStatus failed otherwise (S1j).
 	RuleDeleteLookupFailed
-	// RuleDeleteDrain: set the node's Terminating condition, cordon and
-	// drain it (S2).
+	// RuleDeleteDrain: set the node's Terminating condition, cordon it and
+	// begin its drain with a first round of evictions (S2).
 	RuleDeleteDrain
 	// RuleDeleteDrainForce: the same, forced: pods are deleted, and deletion
-	// goes on if the drain fails (S2).
+	// goes on if the drain fails (S2); also an unforced drain under way
+	// when its drain timeout or its node's conditions force it.
 	RuleDeleteDrainForce
+	// RuleDeleteDrainRound: the drain under way asks again to evict (or,
+	// forced, to delete) the pods left on the node, one round every
+	// EvictRetryInterval.
+	RuleDeleteDrainRound
+	// RuleDeleteDraining: the drain under way waits for the node's pods to
+	// go, until its next round or its timeout.
+	RuleDeleteDraining
 	// RuleDeleteDrainSkipped: there is no node to drain (S2a).
 	RuleDeleteDrainSkipped
-	// RuleDeleteDrainFailed: a step of the drain failed and it is not
-	// forced; retried with backoff (S2b, S2d, S2h).
+	// RuleDeleteDrainFailed: a step of the drain failed, or its pods were
+	// not all gone after MaxEvictRetries rounds, and it is not forced; the
+	// drain begins again after a backoff (S2b, S2d, S2h).
 	RuleDeleteDrainFailed
-	// RuleDeleteDrainForcedOn: a step of a forced drain failed; deletion
-	// goes on (S2c, S2g).
+	// RuleDeleteDrainForcedOn: a step of a forced drain failed, or pods
+	// were left when ForcedDrainTimeout passed; deletion goes on (S2c,
+	// S2g).
 	RuleDeleteDrainForcedOn
-	// RuleDeleteForceDrained: the forced drain succeeded (S2e).
+	// RuleDeleteForceDrained: the forced drain succeeded: the node has no
+	// pods left to drain (S2e).
 	RuleDeleteForceDrained
-	// RuleDeleteDrained: the drain succeeded (S2f).
+	// RuleDeleteDrained: the drain succeeded: the node has no pods left to
+	// drain (S2f).
 	RuleDeleteDrained
 	// RuleDeleteVolumes: delete the node's live volume attachments (S3d).
 	RuleDeleteVolumes

@@ -12,6 +12,8 @@ type ruleSpec struct {
 	// people ([Rule.Text]), event the Kubernetes event reason ([Rule.Event],
 	// "" for none).
 	id, text, event string
+	// warn makes the rule's event a Warning: the machine needs attention.
+	warn bool
 	// method is the driver method of the rule's op; MethodNone for a rule
 	// whose op asks no driver.
 	method driverapi.Method
@@ -56,6 +58,7 @@ const (
 	handleTimeoutLookup
 	handleUpdate
 	handleDrain
+	handleDrainRound
 	handleFinalizerRemoved
 	handleNodeDelete
 	handleVolumesDetaching
@@ -91,6 +94,8 @@ func (x *decider) handle(h handler, res *driverapi.Result, o *Outcome) next {
 		return x.onUpdate(res)
 	case handleDrain:
 		return x.onDrain(o)
+	case handleDrainRound:
+		return x.onDrainRound(o)
 	case handleFinalizerRemoved:
 		return x.onFinalizerRemoved(o)
 	case handleNodeDelete:
@@ -110,16 +115,16 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleZeroNow:                   {id: "input.zero-now", text: "the input's Now is the zero time"},
 	RuleInvalidObject:             {id: "input.invalid-object", text: "the machine object lacks a name or a UID"},
 	RuleInvalidStatus:             {id: "input.invalid-status", text: "the status holds an unknown phase, stage or flag"},
-	RuleInputOutOfRange:           {id: "input.out-of-range", text: "a time or a per-machine setting of the input is out of range", event: "InputOutOfRange"},
+	RuleInputOutOfRange:           {id: "input.out-of-range", text: "a time or a per-machine setting of the input is out of range", event: "InputOutOfRange", warn: true},
 	RulePersistConflict:           {id: "outcome.persist-conflict", text: "saving the status met a conflict"},
 	RulePersistFailed:             {id: "outcome.persist-failed", text: "saving the status failed"},
 	RuleWriteConflict:             {id: "outcome.write-conflict", text: "an effect's write met a conflict"},
 	RuleWriteFailed:               {id: "outcome.write-failed", text: "an effect's write failed"},
 	RuleFrozen:                    {id: "dispatch.observer-degraded", text: "the observer is degraded; the machine waits"},
-	RuleInvalidMachine:            {id: "dispatch.invalid-machine", text: "the machine failed validation", event: "InvalidMachine"},
-	RuleClassUnavailable:          {id: "dispatch.class-unavailable", text: "the machine class or its secret is unavailable", event: "ClassUnavailable"},
+	RuleInvalidMachine:            {id: "dispatch.invalid-machine", text: "the machine failed validation", event: "InvalidMachine", warn: true},
+	RuleClassUnavailable:          {id: "dispatch.class-unavailable", text: "the machine class or its secret is unavailable", event: "ClassUnavailable", warn: true},
 	RuleClassNotReady:             {id: "dispatch.class-not-ready", text: "the machine class is not ready yet"},
-	RuleInvalidNodeTemplate:       {id: "dispatch.invalid-node-template", text: "the machine class's node template is invalid", event: "InvalidNodeTemplate"},
+	RuleInvalidNodeTemplate:       {id: "dispatch.invalid-node-template", text: "the machine class's node template is invalid", event: "InvalidNodeTemplate", warn: true},
 	RuleIdle:                      {id: "dispatch.idle", text: "nothing to do until the next resync"},
 	RuleAwaitReplacement:          {id: "dispatch.await-replacement", text: "the machine failed; its owner replaces it"},
 	RuleDeleteBegins:              {id: "delete.begins", text: "deletion requested; the machine is terminating", event: "MachineTerminating"},
@@ -127,25 +132,25 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleCreateLookup:              {id: "create.lookup", text: "asking the provider whether the instance exists", method: driverapi.MethodGetStatus, handler: handleLookup, at: atLookup},
 	RuleCreateLookupUndecodable:   {id: "create.lookup-undecodable", text: "the provider's lookup error could not be decoded"},
 	RuleCreateVMNotFound:          {id: "create.vm-not-found", text: "no instance exists; creating it", method: driverapi.MethodCreate, handler: handleCreate, at: atIntent},
-	RuleCreateResourceExhausted:   {id: "create.resource-exhausted", text: "the provider is out of capacity", event: "CreateFailed"},
-	RuleCreateTransient:           {id: "create.transient-error", text: "creating the instance failed transiently", event: "CreateFailed"},
-	RuleCreateFailed:              {id: "create.failed", text: "creating the instance failed", event: "CreateFailed"},
-	RuleCreateStaleNode:           {id: "create.stale-node", text: "the created instance uses a stale node object; deleting it", event: "StaleNode", method: driverapi.MethodDelete, handler: handleStaleDelete, at: atStaleInstance},
+	RuleCreateResourceExhausted:   {id: "create.resource-exhausted", text: "the provider is out of capacity", event: "CreateFailed", warn: true},
+	RuleCreateTransient:           {id: "create.transient-error", text: "creating the instance failed transiently", event: "CreateFailed", warn: true},
+	RuleCreateFailed:              {id: "create.failed", text: "creating the instance failed", event: "CreateFailed", warn: true},
+	RuleCreateStaleNode:           {id: "create.stale-node", text: "the created instance uses a stale node object; deleting it", event: "StaleNode", warn: true, method: driverapi.MethodDelete, handler: handleStaleDelete, at: atStaleInstance},
 	RuleCreateStaleDeleted:        {id: "create.stale-deleted", text: "the instance on a stale node object is gone"},
 	RuleCreateCreated:             {id: "create.created", text: "the instance was created; initializing it", event: "InstanceCreated", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
-	RuleCreateEmptyIdentity:       {id: "create.empty-identity", text: "the provider answered without a providerID or node name", event: "EmptyIdentity"},
+	RuleCreateEmptyIdentity:       {id: "create.empty-identity", text: "the provider answered without a providerID or node name", event: "EmptyIdentity", warn: true},
 	RuleCreateRecorded:            {id: "create.recorded-instance", text: "the provider lookup found nothing; using the recorded instance", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
 	RuleCreateUninitialized:       {id: "create.uninitialized", text: "the instance exists but is not initialized", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
-	RuleCreateLookupFailed:        {id: "create.lookup-failed", text: "asking the provider for the instance failed", event: "CreateFailed"},
+	RuleCreateLookupFailed:        {id: "create.lookup-failed", text: "asking the provider for the instance failed", event: "CreateFailed", warn: true},
 	RuleCreateAdopted:             {id: "create.adopted", text: "the instance exists; recording it", method: driverapi.MethodInitialize, handler: handleInitialize, at: atInitializing},
-	RuleCreateForeignInstance:     {id: "create.foreign-instance", text: "the instance belongs to another incarnation; deleting it", event: "ForeignInstance", method: driverapi.MethodDelete, handler: handleForeignDelete, at: atUnrecorded},
+	RuleCreateForeignInstance:     {id: "create.foreign-instance", text: "the instance belongs to another incarnation; deleting it", event: "ForeignInstance", warn: true, method: driverapi.MethodDelete, handler: handleForeignDelete, at: atUnrecorded},
 	RuleCreateForeignDeleted:      {id: "create.foreign-deleted", text: "the other incarnation's instance is gone; creating afresh"},
 	RuleCreateInitUnimplemented:   {id: "create.init-unimplemented", text: "the provider needs no initialization"},
 	RuleCreateInitUndecodable:     {id: "create.init-undecodable", text: "the provider's initialization error could not be decoded"},
-	RuleCreateInitFailed:          {id: "create.init-failed", text: "initializing the instance failed", event: "InitializeFailed"},
+	RuleCreateInitFailed:          {id: "create.init-failed", text: "initializing the instance failed", event: "InitializeFailed", warn: true},
 	RuleCreatePending:             {id: "create.pending", text: "the instance is ready; waiting for its node", event: "InstanceReady"},
 	RuleCreateAvailable:           {id: "create.available", text: "the instance is ready; no target cluster to join", event: "MachineAvailable"},
-	RuleCreateTimeout:             {id: "create.timeout", text: "the machine was not created within the creation timeout", event: "MachineFailed"},
+	RuleCreateTimeout:             {id: "create.timeout", text: "the machine was not created within the creation timeout", event: "MachineFailed", warn: true},
 	RuleCreateTimeoutLookup:       {id: "create.timeout-lookup", text: "creation timed out; looking the instance up before failing", method: driverapi.MethodGetStatus, handler: handleTimeoutLookup, at: atIntent},
 	RuleCreateInstanceMissing:     {id: "create.instance-missing", text: "past creation the provider has no instance; not creating again"},
 	RuleCreateAwaitPredecessor:    {id: "create.await-predecessor", text: "an older incarnation of the name is still terminating; waiting for it"},
@@ -153,9 +158,9 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleHealthWaitJoin:            {id: "health.waiting-for-node", text: "waiting for the node to join and turn healthy"},
 	RuleHealthJoined:              {id: "health.joined", text: "the node joined and is healthy", event: "MachineRunning"},
 	RuleHealthRejoined:            {id: "health.rejoined", text: "the node is healthy again", event: "MachineRunning"},
-	RuleHealthJoinTimeout:         {id: "health.join-timeout", text: "the node did not join within the creation timeout", event: "MachineFailed"},
-	RuleHealthUnhealthy:           {id: "health.unhealthy", text: "the node is unhealthy", event: "MachineUnhealthy"},
-	RuleHealthNodeMissing:         {id: "health.node-missing", text: "the node went missing", event: "MachineUnhealthy"},
+	RuleHealthJoinTimeout:         {id: "health.join-timeout", text: "the node did not join within the creation timeout", event: "MachineFailed", warn: true},
+	RuleHealthUnhealthy:           {id: "health.unhealthy", text: "the node is unhealthy", event: "MachineUnhealthy", warn: true},
+	RuleHealthNodeMissing:         {id: "health.node-missing", text: "the node went missing", event: "MachineUnhealthy", warn: true},
 	RuleHealthConditions:          {id: "health.conditions", text: "the node's conditions changed"},
 	RuleHealthSync:                {id: "health.sync", text: "the machine is running; bringing the node in line"},
 	RuleHealthy:                   {id: "health.healthy", text: "the machine is running and healthy"},
@@ -165,7 +170,7 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleHealthAwaitGrant:          {id: "health.await-grant", text: "unhealthy past the health timeout; waiting for the fleet limiter"},
 	RuleHealthConfirm:             {id: "health.confirm", text: "asking the provider before marking the machine Failed", method: driverapi.MethodGetStatus, handler: handleConfirm, at: atGranted},
 	RuleHealthConfirmFailed:       {id: "health.confirm-failed", text: "the provider could not be asked; not marking Failed now"},
-	RuleHealthTimeout:             {id: "health.timeout", text: "unhealthy past the health timeout; Failed", event: "MachineFailed"},
+	RuleHealthTimeout:             {id: "health.timeout", text: "unhealthy past the health timeout; Failed", event: "MachineFailed", warn: true},
 	RuleDeleteProblem:             {id: "delete.problem", text: "the machine class or its secret is unavailable; deletion waits"},
 	RuleDeleteAdopted:             {id: "delete.adopted", text: "resuming a deletion at the step its last operation names"},
 	RuleDeleteRestart:             {id: "delete.restart", text: "no known deletion step; deletion restarts"},
@@ -181,9 +186,11 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleDeleteLookupFailed:        {id: "delete.lookup-failed", text: "looking up the instance failed"},
 	RuleDeleteDrain:               {id: "delete.drain", text: "cordoning and draining the node", handler: handleDrain, stage: StageDrain},
 	RuleDeleteDrainForce:          {id: "delete.drain-force", text: "cordoning and draining the node by force", handler: handleDrain, stage: StageDrain},
+	RuleDeleteDrainRound:          {id: "delete.drain-round", text: "asking again to evict the pods left on the node", handler: handleDrainRound, stage: StageDrain},
+	RuleDeleteDraining:            {id: "delete.draining", text: "the node is draining; waiting for its pods to go"},
 	RuleDeleteDrainSkipped:        {id: "delete.drain-skipped", text: "no node to drain"},
-	RuleDeleteDrainFailed:         {id: "delete.drain-failed", text: "draining the node failed; retrying with backoff", event: "DrainFailed"},
-	RuleDeleteDrainForcedOn:       {id: "delete.drain-forced-on", text: "the forced drain failed; deletion goes on"},
+	RuleDeleteDrainFailed:         {id: "delete.drain-failed", text: "draining the node failed; draining again after a backoff", event: "DrainFailed", warn: true},
+	RuleDeleteDrainForcedOn:       {id: "delete.drain-forced-on", text: "the forced drain failed or timed out; deletion goes on"},
 	RuleDeleteForceDrained:        {id: "delete.force-drained", text: "the node was drained by force"},
 	RuleDeleteDrained:             {id: "delete.drained", text: "the node was drained"},
 	RuleDeleteVolumes:             {id: "delete.volume-attachments", text: "deleting the node's volume attachments", handler: handleVolumesDetaching, stage: StageVolumes},
@@ -196,8 +203,8 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleDeleteVMDeleted:           {id: "delete.vm-deleted", text: "the provider deleted the instance"},
 	RuleDeleteVMNotFound:          {id: "delete.vm-not-found", text: "the provider has no instance"},
 	RuleDeleteVMRetry:             {id: "delete.vm-retry", text: "deleting the instance failed transiently"},
-	RuleDeleteVMFailed:            {id: "delete.vm-failed", text: "deleting the instance failed", event: "DeleteFailed"},
-	RuleDeleteVMUndecodable:       {id: "delete.vm-undecodable", text: "the provider's delete error could not be decoded", event: "DeleteFailed"},
+	RuleDeleteVMFailed:            {id: "delete.vm-failed", text: "deleting the instance failed", event: "DeleteFailed", warn: true},
+	RuleDeleteVMUndecodable:       {id: "delete.vm-undecodable", text: "the provider's delete error could not be decoded", event: "DeleteFailed", warn: true},
 	RuleDeleteNode:                {id: "delete.node", text: "deleting the node object", handler: handleNodeDelete, stage: StageDeleteNode},
 	RuleDeleteNodeUnnamed:         {id: "delete.node-unnamed", text: "no node is known for the machine"},
 	RuleDeleteNodeNotFound:        {id: "delete.node-not-found", text: "the node does not exist"},
@@ -209,7 +216,7 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleDeleteBackoff:             {id: "delete.backoff", text: "waiting to retry a failed deletion step"},
 	RuleUpdate:                    {id: "update.apply", text: "applying the desired hot-update generation", method: driverapi.MethodUpdate, handler: handleUpdate, at: atRunning},
 	RuleUpdateApplied:             {id: "update.applied", text: "the hot update was applied", event: "HotUpdateApplied"},
-	RuleUpdateNeedsReplacement:    {id: "update.needs-replacement", text: "the change cannot be applied in place; the machine needs replacement", event: "NeedsReplacement"},
+	RuleUpdateNeedsReplacement:    {id: "update.needs-replacement", text: "the change cannot be applied in place; the machine needs replacement", event: "NeedsReplacement", warn: true},
 	RuleUpdateFailed:              {id: "update.failed", text: "the hot update failed; retrying with backoff"},
 	RuleMetadataObserve:           {id: "metadata.observe", text: "asking the provider what metadata the instance carries", method: driverapi.MethodGetStatus, handler: handleObserve, at: atRunning},
 	RuleMetadataObserveFailed:     {id: "metadata.observe-failed", text: "the provider could not report the instance; looking again later"},

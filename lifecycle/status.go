@@ -210,10 +210,21 @@ const (
 	// observation; only the next observation tells what the instance
 	// carries, so the machine is not in sync until then.
 	FlagMetadataUnverified
+	// FlagDraining: the drain of the node is under way (in StageDrain): its
+	// node is cordoned and its pods are being evicted, and StageSince is
+	// when this drain began. The drain ends when the observed node has no
+	// pods left to drain (Node.Pods), or by its timeouts.
+	FlagDraining
+	// FlagDeletingPods: the drain under way (FlagDraining) is forced: it
+	// deletes the node's pods instead of evicting them, and StageSince is
+	// when it was forced.
+	FlagDeletingPods
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
-		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified
-	flagsDrained = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
+		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified |
+		FlagDraining | FlagDeletingPods
+	flagsDrainUnderWay = FlagDraining | FlagDeletingPods
+	flagsDrained       = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
 
 // Has reports whether every flag of f is set in s.

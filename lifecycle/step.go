@@ -144,6 +144,7 @@ func (x *decider) seal() {
 			x.ensureObject(needs)
 		}
 	}
+	x.ruleEvent()
 	if x.changed {
 		d.Status.Seq++
 		d.Changed = true
@@ -196,6 +197,8 @@ type decider struct {
 	wakeIn, wakePeriod time.Duration
 	// becameRunning: this decision made the machine Running.
 	becameRunning bool
+	// evented: the decision reports an event of its own.
+	evented bool
 	// phaseBefore is the machine's phase when the step began.
 	phaseBefore phase.Phase
 	// badTime: a time of the input lies outside the years a Stamp holds.

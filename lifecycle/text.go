@@ -29,7 +29,7 @@ func (e Effect) String() string {
 	case KindCordon, KindDeleteVolumeAttachments, KindDeleteNode:
 		return e.Kind.String() + " " + e.Node
 	case KindDrain:
-		s := e.Kind.String() + " " + e.Node + " timeout=" + e.Timeout.String() + " retries=" + strconv.Itoa(int(e.Retries))
+		s := e.Kind.String() + " " + e.Node
 		if e.Force {
 			s += " force"
 		}

@@ -17,8 +17,9 @@ import (
 //
 // A machine being deleted waits for its finalizer when another controller
 // took it away, for a problem with its class to be fixed, for the retry
-// time of a failed step, or else for its deletion (until the drain timeout
-// while it is not drained). Any other machine waits for the observer while
+// time of a failed step, for the pods of its node while its drain is under
+// way (until the drain timeout forces it, or a forced drain's timeout), or
+// else for its deletion (until the drain timeout while it is not drained). Any other machine waits for the observer while
 // it is degraded, for a problem to be fixed, and else by its phase: an
 // unhealthy machine for its recovery until its health timeout, then for
 // the limiter's grant, then (granted) for the provider's answer or the
@@ -99,6 +100,10 @@ func (f *waitFacts) deletionWait(cfg *Config, now Stamp) Wait {
 		return Wait{For: WaitFinalizer, Since: f.deleted}
 	case f.st.RetryAfter > now:
 		return Wait{For: WaitRetry, Since: f.st.StageSince, Until: sooner(f.st.RetryAfter, drainBy)}
+	case f.st.Stage == StageDrain && f.st.Flags.Has(FlagDeletingPods):
+		return Wait{For: WaitDrain, Since: f.st.StageSince, Until: f.st.StageSince.Add(cfg.ForcedDrainTimeout)}
+	case f.st.Stage == StageDrain && f.st.Flags.Has(FlagDraining):
+		return Wait{For: WaitDrain, Since: f.st.StageSince, Until: drainBy}
 	}
 	return Wait{For: WaitDeletion, Since: f.deleted, Until: drainBy}
 }

@@ -3,7 +3,6 @@ package machines
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -14,17 +13,14 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// drain evicts the pods of the effect's node (deletes them when forced),
-// leaving DaemonSet and mirror pods, retrying an eviction a disruption
-// budget refuses at most e.Retries times, and waits for the pods to go,
-// all within e.Timeout. A node that no longer exists counts as drained.
-// It blocks the reconcile while it runs, as MCM's drain does.
+// drain carries out one round of the drain of the effect's node: it asks
+// once to evict each pod a drain removes (deletes it when forced), leaving
+// DaemonSet and mirror pods, and returns without waiting for the pods to
+// go. An eviction a disruption budget refuses for now (429) is no failure:
+// the pod stays, the next observation counts it (Node.Pods), and the
+// lifecycle asks for another round. A node that no longer exists counts
+// as drained.
 func (r *Reconciler) drain(ctx context.Context, e lifecycle.Effect) (lifecycle.Write, error) {
-	if e.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.Timeout)
-		defer cancel()
-	}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: e.Node}, &corev1.Node{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return lifecycle.WriteOK, nil
@@ -35,12 +31,11 @@ func (r *Reconciler) drain(ctx context.Context, e lifecycle.Effect) (lifecycle.W
 	if err != nil {
 		return lifecycle.WriteFailed, err
 	}
-	interval := r.EvictRetryInterval
-	if interval <= 0 {
-		interval = r.Config.EvictRetryInterval
-	}
 	for i := range pods {
 		pod := &pods[i]
+		if pod.DeletionTimestamp != nil && !e.Force {
+			continue // evicted already; going
+		}
 		if e.Force {
 			err := r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))
 			if err != nil && !apierrors.IsNotFound(err) {
@@ -48,43 +43,13 @@ func (r *Reconciler) drain(ctx context.Context, e lifecycle.Effect) (lifecycle.W
 			}
 			continue
 		}
-		for try := int32(0); ; try++ {
-			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-			err := r.Client.SubResource("eviction").Create(ctx, pod, ev)
-			if err == nil || apierrors.IsNotFound(err) {
-				break
-			}
-			if !apierrors.IsTooManyRequests(err) || try >= e.Retries {
-				return lifecycle.WriteFailed, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return lifecycle.WriteFailed, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, ctx.Err())
-			case <-time.After(interval):
-			}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+		err := r.Client.SubResource("eviction").Create(ctx, pod, ev)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
+			return lifecycle.WriteFailed, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	// Wait for the pods to go.
-	for {
-		left := 0
-		for i := range pods {
-			var p corev1.Pod
-			err := r.Reader.Get(ctx, client.ObjectKeyFromObject(&pods[i]), &p)
-			if err == nil && p.UID == pods[i].UID {
-				left++
-			} else if err != nil && !apierrors.IsNotFound(err) {
-				return lifecycle.WriteFailed, err
-			}
-		}
-		if left == 0 {
-			return lifecycle.WriteOK, nil
-		}
-		select {
-		case <-ctx.Done():
-			return lifecycle.WriteFailed, fmt.Errorf("drain of node %s timed out with %d pods left", e.Node, left)
-		case <-time.After(time.Second):
-		}
-	}
+	return lifecycle.WriteOK, nil
 }
 
 // podsToDrain lists the pods of the node that a drain evicts.

@@ -109,6 +109,16 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status)
 		in.NodeReadFailed = true
 	} else if node != nil {
 		in.Node = nodeView(node)
+		if p.m.DeletionTimestamp != nil {
+			// The pods a drain must remove: the drain is done when none
+			// is left.
+			pods, err := r.podsToDrain(ctx, node.Name)
+			if err != nil {
+				p.log.Info("listing the node's pods failed", "error", err.Error())
+				in.NodeReadFailed = true
+			}
+			in.Node.Pods = len(pods)
+		}
 		var vas storagev1.VolumeAttachmentList
 		if err := r.Client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: node.Name}); err == nil {
 			for i := range vas.Items {

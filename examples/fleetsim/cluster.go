@@ -75,7 +75,10 @@ func (w *shard) shellObserver() lifecycle.Observer {
 func (w *shard) nodeView(i int32) lifecycle.Node {
 	x, n := w.vm(i), &w.inst[i].node
 	v := lifecycle.Node{Name: x.NodeName, ProviderID: x.ProviderID, Conditions: n.conds, Taints: n.taints,
-		Deleting: n.deleting, VolumesAttached: int(n.volumes)}
+		Deleting: n.deleting, VolumesAttached: int(n.volumes), Pods: int(n.pods)}
+	if w.o.broken.fakeDrain {
+		v.Pods = 0 // test hook: the shell never counts the pods left
+	}
 	if n.label > 0 {
 		v.MachineName = w.names[n.label-1]
 	}
@@ -118,6 +121,7 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 		in.Node, in.VolumeAttachments = lifecycle.Node{}, 0
 		return
 	}
+	settlePods(&w.inst[i].node, now)
 	in.Node = w.nodeView(i)
 	in.VolumeAttachments = int(w.inst[i].node.attach)
 }
@@ -199,7 +203,7 @@ func (w *shard) refreshNode(i int32) {
 // are garbage-collected with it.
 func (w *shard) removeNode(i int32) {
 	n := &w.inst[i].node
-	n.exists, n.conds, n.pods = false, nil, 0
+	n.exists, n.conds, n.pods, n.evicted = false, nil, 0, 0
 	if n.badSince == 0 {
 		n.badSince = w.now
 	}
@@ -268,11 +272,22 @@ func (w *shard) nodeFault(e *event) {
 // podsPerNode is how many pods land on a node once it is schedulable.
 const podsPerNode = 3
 
+// podGrace is how long evicted pods take to terminate.
+const podGrace = int64(30e9) // 30 seconds, in nanoseconds
+
+// settlePods ends the termination of node n's evicted pods once their
+// grace period passed: they are gone, and their volumes detach.
+func settlePods(n *node, now int64) {
+	if n.evicted != 0 && now-n.evicted >= podGrace {
+		n.pods, n.drained, n.evicted = 0, true, 0
+		n.volumes, n.attach = 0, 0
+	}
+}
+
 // The error texts of failed writes.
 const (
 	errConflict = "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again"
 	errTimeout  = "etcdserver: request timed out"
-	errPDB      = "Cannot evict pod as it would violate the pod's disruption budget."
 	errNotFound = "nodes not found"
 )
 
@@ -364,17 +379,21 @@ func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, strin
 			return lifecycle.WriteOK, "" // nothing to drain
 		}
 		if !e.Force && w.fault(w.o.DrainFail) {
+			// A disruption budget refuses the evictions of this round:
+			// the pods stay, and a later round asks again.
 			w.stats.DrainFailures++
-			return lifecycle.WriteFailed, errPDB
+			return lifecycle.WriteOK, ""
 		}
-		if !e.Force && w.o.broken.fakeDrain {
-			return lifecycle.WriteOK, "" // test hook: nothing was evicted
+		if e.Force {
+			// Deleted at once, without a grace period; deleted pods leave
+			// their volume attachments behind.
+			n.pods, n.drained, n.evicted = 0, true, 0
+			break
 		}
-		n.pods, n.drained = 0, true
-		if !e.Force {
-			// Evicted pods detach their volumes; deleted ones leave the
-			// attachments behind.
-			n.volumes, n.attach = 0, 0
+		if n.pods == 0 {
+			n.drained = true
+		} else if n.evicted == 0 {
+			n.evicted = w.now // the evicted pods go podGrace later
 		}
 	case lifecycle.KindDeleteVolumeAttachments:
 		if n != nil {

@@ -30,7 +30,7 @@
 // timed-out calls may have taken effect), undecodable errors, answers
 // without identity, latency in simulated time, dropped metadata keys, lost
 // status writes (conflict, failure, or a failure that took effect),
-// failed object and node writes, failed drains, controller crashes between
+// failed object and node writes, drain rounds a disruption budget refuses, controller crashes between
 // any two effects, node flaps and dead nodes, clock jumps for a step, an
 // observer outage during which a share of the nodes turns NotReady, node
 // names of deleted instances reused (the stale-node case), lost owner tags,

@@ -78,8 +78,9 @@ type Options struct {
 	LostWrite float64
 	// WriteFail is the probability that an object, node or token write fails.
 	WriteFail float64
-	// DrainFail is the probability that an unforced drain fails (a pod
-	// disruption budget).
+	// DrainFail is the probability that a disruption budget refuses the
+	// evictions of one round of an unforced drain: the pods stay until a
+	// later round, or the forced drain, removes them.
 	DrainFail float64
 	// Crash is the probability that the controller crashes at each point
 	// between two effects of a pass (after the status write, after each
@@ -183,7 +184,9 @@ type Options struct {
 
 // brokenWorld: test hooks, each a deliberately broken behaviour.
 type brokenWorld struct {
-	// fakeDrain: an unforced drain reports success without evicting a pod.
+	// fakeDrain: the shell reports no pods left on a node being drained (it
+	// never counts them), so the lifecycle ends drains the world did not
+	// see end.
 	fakeDrain bool
 	// noPredecessor: the shell never sets Input.PredecessorTerminating.
 	noPredecessor bool

@@ -37,14 +37,17 @@ type node struct {
 	// badSince is when the world last saw the node turn unhealthy (NotReady,
 	// or its object deleted), or the instance's creation while it never
 	// was healthy; 0 while it is healthy.
-	badSince   int64
-	label      int32 // slot+1 of its machine-name label, 0 none
-	ready      lifecycle.ConditionStatus
-	taints     lifecycle.Taints
-	down       uint8 // causes that keep it NotReady (flaps, outage)
-	volumes    uint8 // status.volumesAttached
-	attach     uint8 // live VolumeAttachments
-	pods       uint8
+	badSince int64
+	label    int32 // slot+1 of its machine-name label, 0 none
+	ready    lifecycle.ConditionStatus
+	taints   lifecycle.Taints
+	down     uint8 // causes that keep it NotReady (flaps, outage)
+	volumes  uint8 // status.volumesAttached
+	attach   uint8 // live VolumeAttachments
+	pods     uint8
+	// evicted is when a drain's evictions of its pods were accepted; the
+	// pods terminate podGrace later. 0 while none are terminating.
+	evicted    int64
 	exists     bool
 	registered bool
 	booted     bool

@@ -236,7 +236,7 @@ func (r *Result) Report() string {
 	}
 	p(" dropped metadata changes %d, lost status writes %d (conflict %d, failed %d, failed but persisted %d),",
 		s.DroppedKeys, s.LostWrites[0]+s.LostWrites[1]+s.LostWrites[2], s.LostWrites[0], s.LostWrites[1], s.LostWrites[2])
-	p(" failed writes %d, failed drains %d, crashes %d, clock jumps %d, failed node reads %d,",
+	p(" failed writes %d, drain rounds a budget refused %d, crashes %d, clock jumps %d, failed node reads %d,",
 		s.WriteFailures, s.DrainFailures, s.Crashes, s.ClockJumps, s.NodeReadFailures)
 	p(" node flaps %d (node object deleted in %d), dead nodes %d, nodes never joining %d, nodes NotReady in the outage %d, stale node names %d, owner tags lost %d,",
 		s.Flaps, s.NodesGone, s.Deaths, s.NoJoin, s.OutageNotReady, s.StaleNodes, s.OwnerTagsLost)

@@ -10,8 +10,9 @@
 //	crash        the controller crashes right after CreateMachine; the next
 //	             pass finds the instance instead of creating a second one
 //	delete       a Running machine is deleted: drain, VM, node, finalizer
-//	drain-fails  the drain keeps failing (a pod disruption budget) and backs
-//	             off until the drain timeout forces it
+//	drain-blocked  a pod disruption budget refuses every eviction: each drain
+//	             fails after its eviction rounds and begins again, without
+//	             holding up the controller, until the drain timeout forces it
 //	no-node      a machine whose node never registered is deleted
 //	update       a Running machine's spec changes: a hot update to generation 2,
 //	             and new metadata, one key of which the provider drops at first
@@ -41,11 +42,11 @@ import (
 )
 
 func main() {
-	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-fails, no-node, update, replace or all")
+	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-blocked, no-node, update, replace or all")
 	quiet := flag.Bool("quiet", false, "print only each scenario's summary")
 	flag.Parse()
 	var out io.Writer = os.Stdout
-	names := []string{"happy", "init-fails", "crash", "delete", "drain-fails", "no-node", "update", "replace"}
+	names := []string{"happy", "init-fails", "crash", "delete", "drain-blocked", "no-node", "update", "replace"}
 	if *scenario != "all" {
 		names = []string{*scenario}
 	}
@@ -96,11 +97,12 @@ var scenarios = map[string]scenario{
 		about:      "a Running machine is deleted",
 		deleteWhen: running,
 	},
-	"drain-fails": {
-		about: "the drain keeps failing until the drain timeout (10m for this machine) forces it",
+	"drain-blocked": {
+		about: "a disruption budget refuses every eviction: each drain fails after 9 rounds (3m) and begins again, until the drain timeout (10m for this machine) forces it",
 		setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) {
 			c.FailDrains = 1000
 			c.Machine.Object.Overrides.DrainTimeout = 10 * time.Minute
+			c.Machine.Object.Overrides.MaxEvictRetries = 9
 		},
 		deleteWhen: running,
 	},

@@ -14,14 +14,15 @@ import (
 // no instance or node left behind.
 func TestScenarios(t *testing.T) {
 	want := map[string][]string{
-		"happy":       {"health.joined"},
-		"init-fails":  {"phase=CrashLoopBackOff", "create.init-failed", "health.joined"},
-		"crash":       {"controller crashed", "create.uninitialized", "health.joined"},
-		"delete":      {"delete.begins", "delete.drained", "delete.vm-deleted", "delete.node-deleted", "remove-finalizer"},
-		"drain-fails": {"delete.drain-failed", "delete.backoff", "delete.drain-force", "delete.force-drained", "delete.volume-attachments"},
-		"no-node":     {"delete.begins", `No node object found for \"node-vm-1\"`, "remove-finalizer"},
-		"update":      {"update.applied", "metadata.patch", "metadata.differs", "metadata.synced", "set pool=web set team=b"},
-		"replace":     {"update.needs-replacement", "cannot be updated in place"},
+		"happy":      {"health.joined"},
+		"init-fails": {"phase=CrashLoopBackOff", "create.init-failed", "health.joined"},
+		"crash":      {"controller crashed", "create.uninitialized", "health.joined"},
+		"delete":     {"delete.begins", "delete.drained", "delete.vm-deleted", "delete.node-deleted", "remove-finalizer"},
+		"drain-blocked": {"delete.drain", "delete.draining", "delete.drain-round", "delete.drain-failed", "delete.backoff",
+			"delete.drain-force", "delete.force-drained", "delete.volume-attachments"},
+		"no-node": {"delete.begins", `No node object found for \"node-vm-1\"`, "remove-finalizer"},
+		"update":  {"update.applied", "metadata.patch", "metadata.differs", "metadata.synced", "set pool=web set team=b"},
+		"replace": {"update.needs-replacement", "cannot be updated in place"},
 	}
 	for name, s := range scenarios {
 		t.Run(name, func(t *testing.T) {

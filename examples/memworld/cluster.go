@@ -5,7 +5,6 @@
 package memworld
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -44,8 +43,6 @@ type Node struct {
 	Finalizer bool
 	// Terminating is the reason of the Terminating condition, "" if unset.
 	Terminating string
-	// Pods counts the pods still on the node; a drain evicts them.
-	Pods int
 	// VolumeAttachments counts live VolumeAttachments of the node.
 	VolumeAttachments int
 }
@@ -64,8 +61,8 @@ type Cluster struct {
 	ReadyDelay time.Duration
 	// Events are the events recorded, as "Type Reason".
 	Events []string
-	// FailDrains makes the next FailDrains unforced drains fail (a pod
-	// disruption budget that never allows the eviction).
+	// FailDrains makes a disruption budget refuse the evictions of the next
+	// FailDrains rounds of unforced drains: the pods stay.
 	FailDrains int
 	// NoNodes keeps instances from ever registering nodes.
 	NoNodes bool
@@ -110,9 +107,9 @@ func (c *Cluster) Tick(now time.Time) {
 		n, ok := c.Nodes[i.NodeName]
 		if !ok {
 			n = &Node{Node: lifecycle.Node{Name: i.NodeName, ProviderID: i.ProviderID,
-				Taints: lifecycle.InstanceNotReady}, Labels: map[string]string{}, Finalizer: true, Pods: 3,
+				Taints: lifecycle.InstanceNotReady}, Labels: map[string]string{}, Finalizer: true,
 				VolumeAttachments: 1}
-			n.VolumesAttached = 1
+			n.VolumesAttached, n.Pods = 1, 3 // workloads land on it
 			c.Nodes[i.NodeName] = n
 		}
 		ready := now.Sub(i.Created) >= c.BootDelay+c.ReadyDelay
@@ -237,8 +234,11 @@ func (c *Cluster) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 			return lifecycle.WriteOK, nil // nothing to drain
 		}
 		if !e.Force && c.FailDrains > 0 {
+			// A disruption budget refuses this round's evictions: the
+			// pods stay (Node.Pods) until a later round or the forced
+			// drain.
 			c.FailDrains--
-			return lifecycle.WriteFailed, errors.New("cannot evict pod as it would violate the pod's disruption budget")
+			return lifecycle.WriteOK, nil
 		}
 		n.Pods = 0
 		if !e.Force {

@@ -84,16 +84,22 @@ const (
 	// EventMetadataKeyRemoved lets the key pool leave the desired metadata
 	// once EventMetadata asked for it, so that the instance must lose it.
 	EventMetadataKeyRemoved
+	// EventDrainBlocked lets the pods of the machine's node resist its
+	// drain: a disruption budget that refuses every eviction (only a
+	// forced drain's deletion removes them), then pods that not even a
+	// deletion removes (stuck on a finalizer). Neither clears by itself:
+	// the drain's timeouts must end the wait.
+	EventDrainBlocked
 )
 
 // eventsAll is the set of every event of the world.
-const eventsAll = EventMetadataKeyRemoved<<1 - 1
+const eventsAll = EventDrainBlocked<<1 - 1
 
 // String lists the events of the set by name, joined by ", ".
 func (e Events) String() string {
 	names := []string{"fair events", "node health", "node gone", "foreign node", "deletion", "force deletion",
 		"hot update", "metadata", "observer", "grant", "instance gone", "problem", "node unreadable",
-		"metadata key removed"}
+		"metadata key removed", "drain blocked"}
 	var out []string
 	for i, n := range names {
 		if e&(1<<i) != 0 {
@@ -142,7 +148,7 @@ func (v Variants) config() lifecycle.Config {
 }
 
 // DefaultMaxStates bounds an exploration whose MaxStates is zero.
-const DefaultMaxStates = 400_000
+const DefaultMaxStates = 1_000_000
 
 // Exploration is one bounded exploration: the events the world may
 // produce, and where it starts.
@@ -187,18 +193,19 @@ func Explorations() []Exploration {
 	return []Exploration{
 		{Name: "creation, health and the limiter",
 			Events: EventsFair | EventNodeHealth | EventNodeGone | EventObserver | EventGrant | EventInstanceGone,
-			Starts: []Start{StartNew, StartNewOverOldInstance, StartNewWhilePredecessorTerminates}, MaxStates: 1_000_000},
+			Starts: []Start{StartNew, StartNewOverOldInstance, StartNewWhilePredecessorTerminates}, MaxStates: 2_000_000},
 		{Name: "deletion at any point",
-			Events: EventsFair | EventDelete | EventForceDeletion | EventNodeGone | EventForeignNode,
-			Starts: []Start{StartNew, StartRunning}, MaxStates: 1_000_000},
+			Events: EventsFair | EventDelete | EventForceDeletion | EventNodeGone | EventForeignNode | EventDrainBlocked,
+			Starts: []Start{StartNew, StartRunning}, MaxStates: 2_000_000},
 		{Name: "hot update and metadata",
 			Events: EventsFair | EventHotUpdate | EventMetadata | EventMetadataKeyRemoved | EventNodeHealth | EventDelete,
-			Starts: []Start{StartRunning}, MaxStates: 1_000_000},
+			Starts: []Start{StartRunning}, MaxStates: 2_000_000},
 		{Name: "taken over from another controller",
 			Events: EventsFair | EventNodeHealth | EventNodeGone | EventDelete | EventInstanceGone,
-			Starts: append([]Start{StartAdoptedRunning}, adoptedStarts(false)...), MaxStates: 1_000_000},
+			Starts: append([]Start{StartAdoptedRunning}, adoptedStarts(false)...), MaxStates: 2_000_000},
 		{Name: "taken over while deleting",
-			Events: EventsFair | EventNodeHealth | EventNodeGone | EventForeignNode | EventForceDeletion | EventInstanceGone,
+			Events: EventsFair | EventNodeHealth | EventNodeGone | EventForeignNode | EventForceDeletion | EventInstanceGone |
+				EventDrainBlocked,
 			Starts: append([]Start{StartAdoptedDeleting, StartAdoptedDeletingUnknownStep}, adoptedStarts(true)...)},
 		{Name: "after lost writes",
 			Events: EventsFair | EventNodeHealth | EventNodeGone | EventDelete | EventInstanceGone | EventGrant,
@@ -375,6 +382,9 @@ func (e *explorer) run() (Report, error) {
 		in := s.input()
 		d := e.step(in)
 		if err := Check(&e.cfg, &in, &d); err != nil {
+			return rep, fmt.Errorf("%w\n%s", err, e.describe(i, &s, &d))
+		}
+		if err := s.checkDrained(&d); err != nil {
 			return rep, fmt.Errorf("%w\n%s", err, e.describe(i, &s, &d))
 		}
 		if x.Observe != nil {

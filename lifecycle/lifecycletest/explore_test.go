@@ -153,8 +153,8 @@ func TestExploreBound(t *testing.T) {
 func TestEventsString(t *testing.T) {
 	require.Equal(t, "fair events, deletion", (EventsFair | EventDelete).String())
 	require.Equal(t, "", Events(0).String())
-	require.Equal(t, "grant, instance gone, node unreadable, metadata key removed, Events(0x4000)", (EventGrant |
-		EventInstanceGone | EventNodeUnreadable | EventMetadataKeyRemoved | 1<<14).String())
+	require.Equal(t, "grant, instance gone, node unreadable, metadata key removed, Events(0x8000)", (EventGrant |
+		EventInstanceGone | EventNodeUnreadable | EventMetadataKeyRemoved | 1<<15).String())
 }
 
 func TestVariantsString(t *testing.T) {

@@ -50,7 +50,7 @@ import (
 //	                  or the harness's, continuing a pass in progress
 //	crash             the controller restarts: a pending decision or outcome is lost
 //	tick 90s          the clock moves on
-//	node register [volumes=1] | ready | not-ready | gone | pdb=true|false
+//	node register [volumes=1] [pods=1] | ready | not-ready | gone | pods=N | pdb=true|false
 //	     | taint=critical|startup | untaint=critical|startup
 //	     | add name=... provider-id=... [machine=m-1] [ready=true]
 //	                  the machine's node (register: the node of its instance);

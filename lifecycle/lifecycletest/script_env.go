@@ -34,7 +34,7 @@ type scriptEnv struct {
 	grant    lifecycle.Grant
 	prov     *Provider
 	note     string // what the provider said it did in the current call
-	pdb      bool   // a pod disruption budget makes every unforced drain fail
+	pdb      bool   // a pod disruption budget refuses every eviction
 
 	// The pass in progress.
 	pending *lifecycle.Decision // a decision whose effects await `outcome`
@@ -84,7 +84,7 @@ func (e *scriptEnv) handle(c *scriptCmd) (string, error) {
 		// tick 90s
 		out, err = e.cmdTick(c)
 	case "node":
-		// node register [volumes=1] | ready | not-ready | gone | pdb=true|false
+		// node register [volumes=1] [pods=1] | ready | not-ready | gone | pods=N | pdb=true|false
 		//      | taint=critical|startup | untaint=critical|startup
 		//      | add name=... provider-id=... [machine=m-1] [ready=true]
 		// node (alone) prints the nodes.

@@ -97,6 +97,7 @@ pass
     ensure-bootstrap-token m-1 expires 2026-11-01T10:30:00Z
     call CreateMachine m-1 uid=u-1 key=u-1/0 => OK providerID=tiny:///vm-1 node=ip-10-0-0-1 [provider: created tiny:///vm-1]
 3 create.created: phase=CrashLoopBackOff stage=initializing, saved
+    event Normal InstanceCreated (create.created)
     ensure-node-label ip-10-0-0-1
     ensure-priority 3
     ensure-provider-id tiny:///vm-1
@@ -260,6 +261,7 @@ pass
 	//     ensure-finalizer machine.sapcloud.io/machine-controller-manager
 	//     call GetMachineStatus m-1 uid=u-1 key=u-1/0 => OK providerID=tiny:///vm-1 node=ip-10-0-0-1 owner=u-0 metadata={}
 	// 2 create.foreign-instance: phase=None stage=none, saved
+	//     event Warning ForeignInstance (create.foreign-instance)
 	//     call DeleteMachine m-1 providerID=tiny:///vm-1 uid=u-0 => OK [provider: deleted tiny:///vm-1]
 	// 3 create.foreign-deleted: phase=None stage=none, saved
 	//     call GetMachineStatus m-1 uid=u-1 key=u-1/1 => NotFound "no instance for machine m-1"
@@ -267,6 +269,7 @@ pass
 	//     ensure-bootstrap-token m-1 expires 2026-11-01T10:20:00Z
 	//     call CreateMachine m-1 uid=u-1 key=u-1/1 => OK providerID=tiny:///vm-2 node=ip-10-0-0-2 [provider: created tiny:///vm-2]
 	// 5 create.created: phase=None stage=initializing, saved
+	//     event Normal InstanceCreated (create.created)
 	//     ensure-node-label ip-10-0-0-2
 	//     ensure-priority 3
 	//     ensure-provider-id tiny:///vm-2

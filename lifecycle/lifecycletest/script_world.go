@@ -24,16 +24,17 @@ type scriptNode struct {
 	unschedulable    bool
 	finalizer        bool   // MCM's node finalizer
 	terminating      string // the reason of the Terminating condition, "" if unset
-	drained          bool
-	volumes          int // status.volumesAttached
-	attachments      int // live VolumeAttachments
+	drained          bool   // a drain round left no pods on the node
+	pods             int    // pods a drain must remove
+	volumes          int    // status.volumesAttached
+	attachments      int    // live VolumeAttachments
 }
 
 // view is the node as the lifecycle reads it.
 func (n *scriptNode) view() lifecycle.Node {
 	return lifecycle.Node{Name: n.name, ProviderID: n.providerID, MachineName: n.machine, Taints: n.taints,
-		VolumesAttached: n.volumes,
-		Conditions:      []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: n.ready, Since: n.readySince}}}
+		VolumesAttached: n.volumes, Pods: n.pods,
+		Conditions: []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: n.ready, Since: n.readySince}}}
 }
 
 func (n *scriptNode) String() string {
@@ -55,6 +56,8 @@ func (n *scriptNode) String() string {
 	}
 	if n.drained {
 		s += " drained"
+	} else if n.unschedulable && n.pods > 0 {
+		s += fmt.Sprintf(" pods=%d", n.pods)
 	}
 	if n.finalizer {
 		s += " finalizer"
@@ -145,9 +148,13 @@ func (e *scriptEnv) cmdNode(c *scriptCmd) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		pods, err := strconv.Atoi(c.str("pods", "1"))
+		if err != nil {
+			return "", err
+		}
 		n := &scriptNode{name: i.NodeName, providerID: i.ProviderID, ready: lifecycle.ConditionFalse,
 			readySince: lifecycle.StampOf(e.now), taints: lifecycle.InstanceNotReady, finalizer: true,
-			volumes: volumes, attachments: volumes}
+			volumes: volumes, attachments: volumes, pods: pods}
 		e.nodes = append(e.nodes, n)
 		return "node " + n.String(), nil
 	}
@@ -165,6 +172,13 @@ func (e *scriptEnv) cmdNode(c *scriptCmd) (string, error) {
 		return 0, fmt.Errorf("unknown taint %q (startup, critical)", v)
 	}
 	switch {
+	case c.has("pods"):
+		// The pods left on the node (the budget lets some go, say).
+		pods, err := strconv.Atoi(c.args["pods"])
+		if err != nil {
+			return "", err
+		}
+		n.pods = pods
 	case c.has("taint"):
 		t, err := taint(c.args["taint"])
 		if err != nil {
@@ -254,9 +268,11 @@ func (e *scriptEnv) apply(eff lifecycle.Effect) (lifecycle.Write, error) {
 			n.unschedulable = true
 		case lifecycle.KindDrain:
 			if e.pdb && !eff.Force {
-				return lifecycle.WriteFailed, errors.New("cannot evict pod as it would violate the pod's disruption budget")
+				// The budget refuses the evictions: the round is done
+				// and the pods stay.
+				break
 			}
-			n.drained = true
+			n.pods, n.drained = 0, true
 			if !eff.Force {
 				// Evicted pods detach their volumes; deleted ones leave the
 				// attachments behind.

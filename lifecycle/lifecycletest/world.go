@@ -114,7 +114,14 @@ type wState struct {
 	// volumes of the own node: 0 none, 1 attached with live
 	// VolumeAttachments, 2 attachments deleted but the volumes still
 	// attached.
-	volumes        uint8
+	volumes uint8
+	// pods on the own node that a drain must remove: 0 none, 1 evictable,
+	// 2 held by a disruption budget (only a forced drain removes them), 3
+	// stuck (no drain removes them).
+	pods uint8
+	// forcedDrain: a forced drain was attempted on the own node, whatever
+	// came of it (pods stuck on a finalizer may outlive it).
+	forcedDrain    bool
 	nodeReadFailed bool
 	problem        lifecycle.Problem
 	degraded       bool
@@ -166,6 +173,9 @@ func (s *wState) nodeObject() lifecycle.Node {
 		}
 		if s.volumes != 0 {
 			n.VolumesAttached = 1
+		}
+		if s.pods != 0 {
+			n.Pods = 1
 		}
 		return n
 	case 2:

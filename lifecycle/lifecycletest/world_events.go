@@ -1,6 +1,7 @@
 package lifecycletest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
@@ -69,10 +70,33 @@ func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
 			}
 		case lifecycle.KindDeleteNode:
 			if s.node == 1 {
-				s.node, s.volumes = 0, 0
+				s.node, s.volumes, s.pods, s.forcedDrain = 0, 0, 0, false
+			}
+		case lifecycle.KindDrain:
+			// A round: evictable pods go, and a forced one's deletion
+			// also removes those a budget holds.
+			if s.node == 1 && (s.pods == 1 || s.pods == 2 && e.Force) {
+				s.pods = 0
+			}
+			if s.node == 1 && e.Force {
+				s.forcedDrain = true
 			}
 		}
 	}
+}
+
+// checkDrained judges a DeleteMachine of the recorded instance from the
+// world, not from the status: the instance's node, when it exists, has no
+// pods left to drain, or a forced drain was attempted on it. (A deletion
+// by name and UID alone, after the provider lost sight of the instance,
+// cannot prove the node found by its machine-name label is the instance's,
+// and does not drain it, as MCM does not.)
+func (s *wState) checkDrained(d *lifecycle.Decision) error {
+	if d.HasCall() && d.Call.Method == driverapi.MethodDelete && d.Call.Machine.ProviderID == wPID &&
+		s.inst.exists && s.node == 1 && s.pods != 0 && !s.forcedDrain {
+		return fmt.Errorf("%w: DeleteMachine while the world shows pods on its node that no drain removed and no forced drain was attempted on", ErrExplore)
+	}
+	return nil
 }
 
 // removesFinalizer reports whether the decision removes our finalizer from
@@ -128,11 +152,16 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 		}
 		f := saved
 		f.applyWrites(d, i)
+		if e.Kind == lifecycle.KindDrain && e.Force && f.node == 1 {
+			// A forced drain that failed was attempted: deletion goes on
+			// after it (MCM S2g).
+			f.forcedDrain = true
+		}
 		f.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteFailed, Error: "x"}
 		out = append(out, wTransition{f, false, kindStep, "write " + e.Kind.String() + " fails"})
 		if e.Kind == lifecycle.KindDeleteNode && f.node == 1 {
 			g := f
-			g.node, g.volumes = 0, 0
+			g.node, g.volumes, g.pods, g.forcedDrain = 0, 0, 0, false
 			g.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteNotFound, Error: "x"}
 			out = append(out, wTransition{g, false, kindStep, "write " + e.Kind.String() + " finds the node gone"})
 		}
@@ -204,14 +233,25 @@ func (s *wState) events(allowed Events, v Variants) []wTransition {
 		add(0, "time +"+d.String(), true, kindTime, func(n *wState) { n.now = n.now.Add(d) })
 	}
 	if s.inst.exists && s.inst.initialized && s.node == 0 && v&VariantNoTargetCluster == 0 {
-		add(0, "node registers", true, kindNodeRegisters, func(n *wState) { n.node, n.healthy, n.taint, n.volumes = 1, true, true, 1 })
+		add(0, "node registers", true, kindNodeRegisters, func(n *wState) {
+			n.node, n.healthy, n.taint, n.volumes = 1, true, true, 1
+			if n.obj.DeletionTime.IsZero() {
+				// Workloads land on a node only while its machine is not
+				// being deleted (a node registering late into a deletion
+				// is not given any in this world).
+				n.pods = 1
+			}
+		})
 	}
 	if s.node == 1 {
 		if s.healthy || s.inst.exists {
 			// A node without its instance never turns Ready again.
 			add(EventNodeHealth, "node health flips", !s.healthy, kindNodeHealthy, func(n *wState) { n.healthy = !n.healthy })
 		}
-		add(EventNodeGone, "node gone", false, kindFault, func(n *wState) { n.node, n.volumes = 0, 0 })
+		add(EventNodeGone, "node gone", false, kindFault, func(n *wState) { n.node, n.volumes, n.pods, n.forcedDrain = 0, 0, 0, false })
+		if s.pods == 1 || s.pods == 2 {
+			add(EventDrainBlocked, "the drain is blocked", false, kindFault, func(n *wState) { n.pods++ })
+		}
 		if s.volumes == 2 {
 			add(0, "volumes detach", true, kindVolumesDetach, func(n *wState) { n.volumes = 0 })
 		}

@@ -29,6 +29,8 @@ type wKey struct {
 	stage     lifecycle.Stage
 	node      uint8 // 0 none, 1 own, 2 foreign
 	volumes   uint8
+	pods      uint8
+	forced    bool // a forced drain was attempted on the own node
 	problem   lifecycle.Problem
 	stMeta    wMeta // the observed metadata (Status.Metadata)
 	instMeta  wMeta // the instance's
@@ -46,6 +48,9 @@ type wKey struct {
 	creationFrom uint8
 
 	pastCreation, pastHealth, pastDrain, pastPredecessor, retryWait, observerSince, midPass bool
+	// The drain under way: its next round due, its forced timeout and its
+	// eviction rounds passed.
+	drainRoundDue, pastForcedDrain, pastDrainRounds bool
 
 	out wOutcomeKey
 }
@@ -79,7 +84,7 @@ func (s *wState) key() wKey {
 	in := &s.inst
 	k := wKey{
 		updateGeneration: o.UpdateGeneration, attempt: st.Attempt, flags: st.Flags, phase: st.Phase, stage: st.Stage,
-		node: uint8(s.node), volumes: s.volumes, problem: s.problem, stMeta: metaOf(st.Metadata), instMeta: in.meta,
+		node: uint8(s.node), volumes: s.volumes, pods: s.pods, forced: s.forcedDrain, problem: s.problem, stMeta: metaOf(st.Metadata), instMeta: in.meta,
 		failCreate: st.Failures.Create > 0, failHealth: st.Failures.Health > 0, failDelete: st.Failures.Delete > 0,
 		failUpdate: st.Failures.Update > 0, failMetadata: st.Failures.Metadata > 0,
 		providerID: st.ProviderID != "", nodeName: st.NodeName != "", ownerIsUID: st.OwnerUID == o.UID,
@@ -99,6 +104,11 @@ func (s *wState) key() wKey {
 		// The bound of the wait for the predecessor: the drain timeout.
 		pastPredecessor: s.predecessor && n.Sub(lifecycle.StampOf(o.CreationTime)) >= wCfg.DrainTimeout,
 		retryWait:       st.RetryAfter > n, observerSince: obs != 0, midPass: s.steps > 0,
+	}
+	if st.Flags.Has(lifecycle.FlagDraining) {
+		k.drainRoundDue = after(st.StageSince, wCfg.EvictRetryInterval)
+		k.pastForcedDrain = after(st.StageSince, wCfg.ForcedDrainTimeout)
+		k.pastDrainRounds = after(st.StageSince, time.Duration(min(wCfg.MaxEvictRetries, int32(wCfg.DrainTimeout/wCfg.EvictRetryInterval)))*wCfg.EvictRetryInterval)
 	}
 	switch {
 	case st.CreationFrom > n:
