@@ -6,7 +6,11 @@
 // outputs, played by the harness's own loop or by the caller's [Shell], and
 // an exhaustive bounded exploration of one machine's world ([Explore]) that
 // reports every decision it observed and checks that, once faults stop,
-// every machine reaches the end expected of it. Use it in property and
+// every machine reaches the end expected of it; and a checker of shells
+// ([ShellCheck]) that runs lifecycle/pass over a user's implementation of
+// pass.Shell with crashes, failed, lost and unanswered writes and stale
+// reads injected, judging each run from the world it leaves, with a
+// reference implementation ([ReferenceWorld]). Use it in property and
 // scenario tests of a controller that embeds the lifecycle, or of the
 // lifecycle itself; the lifecycle's scenario scripts (lifecycle/testdata/
 // scripts), its model check and the flow diagrams of doc/diagrams.md run on
