@@ -153,7 +153,7 @@ func (c *ShellCheck) runStart(rep *checkReporter, raw *lifecycle.Config, checked
 		case f == FaultWriteOutage:
 			rep.add(c.newRun(raw, checked, p, faultPlan{kind: f}))
 		default:
-			for k := 1; k <= base.slots[f.slot()]; k++ {
+			for k := 1; k <= base.chances[f.index()]; k++ {
 				rep.add(c.newRun(raw, checked, p, faultPlan{kind: f, at: k}))
 			}
 		}
@@ -212,9 +212,9 @@ type shellRun struct {
 
 	now  time.Time
 	pass int
-	// slots counts the calls, writes, lost-write slots, observations and
-	// pass starts so far, as the faults address them.
-	slots [slotCount]int
+	// chances counts, for each fault, the calls into the shell so far that
+	// it could have struck.
+	chances [len(passFaultNames)]int
 	// passObserves counts the observations of the current pass;
 	// passActive is set by a decision of it that changed the status or
 	// asked more than GetMachineStatus.

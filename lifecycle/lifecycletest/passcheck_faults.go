@@ -74,7 +74,7 @@ var passFaultNames = [...]string{"crash before", "crash after", "write conflict"
 func (f PassFaults) String() string {
 	var out []string
 	for _, k := range f.kinds() {
-		out = append(out, passFaultNames[bits.TrailingZeros16(uint16(k))])
+		out = append(out, passFaultNames[k.index()])
 	}
 	if len(out) == 0 {
 		return "none"
@@ -93,35 +93,9 @@ func (f PassFaults) kinds() []PassFaults {
 	return out
 }
 
-// slot is what a fault counts to find where it strikes: the calls into
-// the shell, the writes, the writes a lost write may strike (status saves
-// and writes to the object), the observations, or the first observations
-// of the passes.
-type slot uint8
-
-const (
-	slotCall slot = iota
-	slotWrite
-	slotLost
-	slotObserve
-	slotPassStart
-	slotCount
-)
-
-// slot returns the slot a single fault f counts.
-func (f PassFaults) slot() slot {
-	switch f {
-	case FaultCrashBefore, FaultCrashAfter:
-		return slotCall
-	case FaultWriteLost:
-		return slotLost
-	case FaultStaleCache, FaultNodeUnreadable, FaultObserveFails:
-		return slotObserve
-	case FaultStaleStatus:
-		return slotPassStart
-	}
-	return slotWrite
-}
+// index returns the position of the single fault f among the faults, in
+// bit order.
+func (f PassFaults) index() int { return bits.TrailingZeros16(uint16(f)) }
 
 // Passes of a run with faults that last.
 const (
@@ -130,7 +104,8 @@ const (
 )
 
 // faultPlan is where a run's faults strike: one fault kind at the at-th
-// slot it counts, an outage, or random faults of the kinds random holds.
+// call into the shell it could strike, an outage, or random faults of the
+// kinds random holds.
 type faultPlan struct {
 	kind   PassFaults
 	at     int
@@ -156,13 +131,10 @@ func (p faultPlan) String() string {
 	case p.random != 0:
 		return fmt.Sprintf("random faults (%s) in the first %d passes", p.random, randomPasses)
 	case p.kind != 0:
-		return fmt.Sprintf("%s at %s %d", p.kind, slotNames[p.kind.slot()], p.at)
+		return fmt.Sprintf("%s at call %d of those it could strike", p.kind, p.at)
 	}
 	return "none"
 }
-
-// slotNames name what the slots count.
-var slotNames = [slotCount]string{"call", "write", "save or object write", "observation", "pass"}
 
 // call is what a call into the shell is, for the faults that may strike
 // it.
@@ -173,29 +145,30 @@ type call struct {
 	observe     bool
 }
 
-// pick counts call c in the slots and returns the fault that strikes it,
-// 0 for none.
+// pick counts call c among the calls each fault could strike and returns
+// the fault that strikes it, 0 for none.
 func (r *shellRun) pick(c call) PassFaults {
 	applicable := FaultCrashBefore | FaultCrashAfter
-	r.slots[slotCall]++
 	if c.write {
-		r.slots[slotWrite]++
 		applicable |= FaultWriteConflict | FaultWriteFailed | FaultWriteUnanswered
 		if r.refuser != nil {
 			applicable |= FaultWorldRefuses
 		}
 	}
 	if c.objectWrite {
-		r.slots[slotLost]++
 		applicable |= FaultWriteLost
 	}
 	if c.observe {
-		r.slots[slotObserve]++
-		applicable |= FaultStaleCache | FaultNodeUnreadable | FaultObserveFails
-		if r.passObserves == 0 {
-			r.slots[slotPassStart]++
+		applicable |= FaultNodeUnreadable | FaultObserveFails
+		if r.lastObs != nil {
+			applicable |= FaultStaleCache // there is an older observation
+		}
+		if r.passObserves == 0 && r.passStart != nil {
 			applicable |= FaultStaleStatus
 		}
+	}
+	for _, k := range applicable.kinds() {
+		r.chances[k.index()]++
 	}
 	p := &r.plan
 	var f PassFaults
@@ -209,7 +182,7 @@ func (r *shellRun) pick(c call) PassFaults {
 			kinds := can.kinds()
 			f = kinds[p.rng.IntN(len(kinds))]
 		}
-	case p.kind&applicable != 0 && r.slots[p.kind.slot()] == p.at:
+	case p.kind&applicable != 0 && r.chances[p.kind.index()] == p.at:
 		f = p.kind
 	}
 	if f != 0 {
@@ -261,18 +234,14 @@ func (s *faultShell) Observe(ctx context.Context, now time.Time, in *lifecycle.I
 	fresh := copyInput(in)
 	switch f {
 	case FaultStaleCache:
-		if r.lastObs != nil {
-			o := r.lastObs
-			in.Node, in.NodeReadFailed, in.VolumeAttachments = o.Node, o.NodeReadFailed, o.VolumeAttachments
-			in.TokenExists, in.PredecessorTerminating, in.Observer = o.TokenExists, o.PredecessorTerminating, o.Observer
-		}
+		o := r.lastObs
+		in.Node, in.NodeReadFailed, in.VolumeAttachments = o.Node, o.NodeReadFailed, o.VolumeAttachments
+		in.TokenExists, in.PredecessorTerminating, in.Observer = o.TokenExists, o.PredecessorTerminating, o.Observer
 	case FaultNodeUnreadable:
 		in.Node, in.NodeReadFailed, in.VolumeAttachments = lifecycle.Node{}, true, 0
 	case FaultStaleStatus:
-		if first && r.passStart != nil {
-			in.Object, in.Status = r.passStart.Object, r.passStart.Status
-			r.staleRead = true
-		}
+		in.Object, in.Status = r.passStart.Object, r.passStart.Status
+		r.staleRead = true
 	}
 	if first {
 		r.passStart = &fresh

@@ -36,18 +36,18 @@ func quickStarts() []lifecycletest.Start {
 // lifecycle's promises, the shell its contract, the world its safety, and
 // the machine reaches Running, then gone, after every fault.
 func TestShellCheckPassesTheReferenceShell(t *testing.T) {
-	c := lifecycletest.ShellCheck{NewWorld: reference}
+	c := lifecycletest.ShellCheck{NewWorld: reference, Starts: lifecycletest.ShellStarts()}
 	switch {
 	case *passcheckThorough:
-		c.Thorough = true
+		c.Thorough, c.Starts = true, lifecycletest.AllShellStarts()
 	case testing.Short() || raceOn:
 		c.Starts = quickStarts()
 	}
 	rep := c.Run(t)
-	t.Logf("%+v", rep)
+	t.Logf("%d start states: %+v", len(c.Starts), rep)
 	require.Zero(t, rep.Failed)
-	require.Greater(t, rep.Runs, 50*len(quickStarts()), "a run per fault and point of each start")
-	require.GreaterOrEqual(t, rep.Injected, rep.Runs-len(quickStarts())*2, "nearly every run but the fault-free ones injects")
+	require.Greater(t, rep.Runs, 100*len(c.Starts), "a run per fault and point of each start")
+	require.GreaterOrEqual(t, rep.Injected, rep.Runs-len(c.Starts), "every run but the fault-free ones injects")
 	require.Positive(t, rep.MostPasses)
 }
 
