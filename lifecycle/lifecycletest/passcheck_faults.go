@@ -14,8 +14,10 @@ import (
 )
 
 // PassFaults is a set of the faults [ShellCheck] injects into a shell's
-// passes, as bits. Each strikes once per run, at a point of the fault-free
-// run the check tries them all at, except FaultWriteOutage, which lasts.
+// passes, as bits. A fault strikes one call into the shell, and the check
+// runs it at each call of the fault-free run it could strike, one run
+// each, but FaultWriteOutage, which lasts three passes; a thorough check's
+// random runs mix them.
 type PassFaults uint16
 
 const (
@@ -42,8 +44,8 @@ const (
 	FaultWorldRefuses
 	// FaultStaleCache: an observation shows the node, its volume
 	// attachments, the token, the older incarnation and the observer as
-	// the previous observation did, as an informer cache that lags the
-	// shell's own writes does.
+	// the previous observation did, as an informer cache that lags does;
+	// the object and status are the world's.
 	FaultStaleCache
 	// FaultStaleStatus: the first observation of a pass shows the object
 	// and status of the previous pass's first one, as a read from a cache
