@@ -243,7 +243,7 @@ type shellRun struct {
 	want                        ends
 
 	decisions, injected int
-	trace               []string
+	trace               []traceLine
 	err                 string
 	errDetail           string
 }
@@ -393,8 +393,8 @@ func (r *shellRun) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
 	if d.Changed || d.Effects.Len() > 1 || d.Effects.Len() == 1 && d.Call.Method != driverapi.MethodGetStatus {
 		r.passActive = true
 	}
-	r.tracef("  decide %s: phase=%s stage=%s%s%s", d.Rule, d.Status.Phase.Label(), d.Status.Stage,
-		map[bool]string{true: " (changed)"}[d.Changed], effectsLine(d))
+	decided := *d
+	r.tracef("  decide %s", lazy(func() string { return decisionLine(&decided) }))
 	if err := Check(r.raw, in, d); err != nil {
 		r.fail(err.Error(), "decided from:\n"+describeInput(in)+"\ndecision:\n"+d.String())
 		panic(stopRun{})
@@ -424,14 +424,29 @@ func (r *shellRun) fail(what, detail string) {
 	}
 }
 
-// tracef adds a line to the run's trace, which keeps the last lines.
+// tracef adds a line to the run's trace, which keeps the last lines. The
+// line is formatted only when a violation is described: an argument that
+// is costly to render is passed as a [lazy].
 func (r *shellRun) tracef(format string, a ...any) {
 	const keep = 60
 	if len(r.trace) == 2*keep {
 		r.trace = append(r.trace[:0], r.trace[keep:]...)
 	}
-	r.trace = append(r.trace, fmt.Sprintf(format, a...))
+	r.trace = append(r.trace, traceLine{format, a})
 }
+
+// traceLine is a line of a run's trace, not formatted yet.
+type traceLine struct {
+	format string
+	args   []any
+}
+
+func (l traceLine) String() string { return fmt.Sprintf(l.format, l.args...) }
+
+// lazy renders a trace line's argument when the line is formatted.
+type lazy func() string
+
+func (l lazy) String() string { return l() }
 
 // describe renders the run's violation for a test failure.
 func (r *shellRun) describe() string {
@@ -447,7 +462,7 @@ func (r *shellRun) describe() string {
 		trace = trace[len(trace)-60:]
 	}
 	for _, l := range trace {
-		b.WriteString("\n  " + l)
+		b.WriteString("\n  " + l.String())
 	}
 	return b.String()
 }

@@ -141,9 +141,11 @@ func (p faultPlan) String() string {
 // call is what a call into the shell is, for the faults that may strike
 // it.
 type call struct {
-	what        string
-	write       bool // a save or an effect's write, not an event
-	objectWrite bool // a save or a write to the machine object
+	what        string            // observe, save, apply, invoke or node
+	effect      *lifecycle.Effect // the effect applied
+	about       string            // the method invoked, the node asked for
+	write       bool              // a save or an effect's write, not an event
+	objectWrite bool              // a save or a write to the machine object
 	observe     bool
 }
 
@@ -190,7 +192,14 @@ func (r *shellRun) pick(c call) PassFaults {
 	if f != 0 {
 		r.injected++
 		r.faultPass = r.pass
-		r.tracef("  !! %s: %s", f, c.what)
+		switch {
+		case c.effect != nil:
+			r.tracef("  !! %s: %s %s", f, c.what, *c.effect)
+		case c.about != "":
+			r.tracef("  !! %s: %s %s", f, c.what, c.about)
+		default:
+			r.tracef("  !! %s: %s", f, c.what)
+		}
 	}
 	return f
 }
@@ -249,7 +258,8 @@ func (s *faultShell) Observe(ctx context.Context, now time.Time, in *lifecycle.I
 		r.passStart = &fresh
 	}
 	r.lastObs = &fresh
-	r.tracef("  observe: %s", observedLine(in))
+	seen := copyInput(in)
+	r.tracef("  observe: %s", lazy(func() string { return observedLine(&seen) }))
 	r.crash(f, true)
 	return nil
 }
@@ -300,7 +310,7 @@ func (r *shellRun) injectedWrite(f PassFaults) (lifecycle.Write, bool) {
 
 func (s *faultShell) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
 	r := s.r
-	f := r.pick(call{what: "apply " + e.String(), write: e.Kind != lifecycle.KindEvent, objectWrite: objectEffect(e.Kind)})
+	f := r.pick(call{what: "apply", effect: e, write: e.Kind != lifecycle.KindEvent, objectWrite: objectEffect(e.Kind)})
 	r.crash(f, false)
 	r.checkNodeTarget(e)
 	w, msg := lifecycle.WriteOK, ""
@@ -325,9 +335,9 @@ func (s *faultShell) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.
 		}
 	}
 	if w == lifecycle.WriteOK {
-		r.tracef("  apply %s: ok", e)
+		r.tracef("  apply %s: ok", *e)
 	} else {
-		r.tracef("  apply %s: %s %q", e, w, msg)
+		r.tracef("  apply %s: %s %q", *e, w, msg)
 	}
 	r.afterCall()
 	r.crash(f, true)
@@ -336,10 +346,12 @@ func (s *faultShell) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.
 
 func (s *faultShell) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
 	r := s.r
-	f := r.pick(call{what: "invoke " + c.Method.String()})
+	f := r.pick(call{what: "invoke", about: c.Method.String()})
 	r.crash(f, false)
 	r.world.Invoke(ctx, c, res)
-	r.tracef("  invoke %s => %s", lifecycle.CallString(*c), resultLine(res))
+	called, answer := *c, *res
+	r.tracef("  invoke %s => %s", lazy(func() string { return lifecycle.CallString(called) }),
+		lazy(func() string { return resultLine(&answer) }))
 	if res.Method != c.Method {
 		r.violation(fmt.Sprintf("Invoke answered a call of %s with a result of %s", c.Method, res.Method), "")
 	}
@@ -349,10 +361,10 @@ func (s *faultShell) Invoke(ctx context.Context, c *driverapi.Call, res *drivera
 
 func (s *faultShell) Node(ctx context.Context, name string) lifecycle.Node {
 	r := s.r
-	f := r.pick(call{what: "node " + name})
+	f := r.pick(call{what: "node", about: name})
 	r.crash(f, false)
 	n := r.world.Node(ctx, name)
-	r.tracef("  node %s: %s", name, nodeLine(&n))
+	r.tracef("  node %s: %s", name, lazy(func() string { return nodeLine(&n) }))
 	r.checkNode(name, &n)
 	r.crash(f, true)
 	return n

@@ -1,6 +1,7 @@
 package lifecycletest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +77,31 @@ func TestShellCheckJudgesALoop(t *testing.T) {
 	r.pass = 3
 	require.True(t, r.judgePass(last, false))
 	require.Equal(t, "a pass without faults ended after lifecycle.MaxStepsPerPass steps: the machine loops", r.err)
+}
+
+// The trace of a run shows each call as it was made, though the shell's
+// and the pass's memory is reused.
+func TestShellCheckTracesEachCall(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	checked, err := cfg.Check()
+	require.NoError(t, err)
+	c := &ShellCheck{NewWorld: func(s WorldSpec) PassWorld { return NewReferenceWorld(s) }}
+	r := c.newRun(&cfg, &checked, StartNew, faultPlan{})
+	require.Empty(t, r.err)
+	var lines []string
+	for _, l := range r.trace {
+		lines = append(lines, l.String())
+	}
+	trace := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"the owner deletes the machine",
+		"  decide delete.drained: phase=Terminating stage=delete-vm (changed); call DeleteMachine machine-1 providerID=test:///vm-1 uid=uid-1",
+		"  invoke DeleteMachine machine-1 providerID=test:///vm-1 uid=uid-1 => OK",
+		"  apply delete-node node-1: ok",
+		"  apply remove-finalizer " + lifecycle.Finalizer + ": ok",
+		"  observe: the machine is gone",
+		"  end gone, requeue 0s",
+	} {
+		require.Contains(t, trace, want)
+	}
 }

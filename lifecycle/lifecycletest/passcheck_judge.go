@@ -386,12 +386,17 @@ func describeInput(in *lifecycle.Input) string {
 	return b.String()
 }
 
-// effectsLine renders a decision's effects after a colon, "" for none.
-func effectsLine(d *lifecycle.Decision) string {
-	if d.Effects.Len() == 0 {
-		return ""
+// decisionLine renders a decision in one line: its rule, phase and stage,
+// whether it changed the status, and its effects.
+func decisionLine(d *lifecycle.Decision) string {
+	s := fmt.Sprintf("%s: phase=%s stage=%s", d.Rule, d.Status.Phase.Label(), d.Status.Stage)
+	if d.Changed {
+		s += " (changed)"
 	}
-	return "; " + strings.Join(d.Lines(), ", ")
+	if d.Effects.Len() > 0 {
+		s += "; " + strings.Join(d.Lines(), ", ")
+	}
+	return s
 }
 
 // resultLine renders a driver result in one line.
