@@ -58,7 +58,7 @@ func TestShellCheckStopsAnEffectOnAnotherMachinesNode(t *testing.T) {
 	require.False(t, stopped(func() { r.checkNodeTarget(&lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "node-1"}) }))
 	require.False(t, stopped(func() { r.checkNodeTarget(&lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "node-9"}) }))
 	require.True(t, stopped(func() { r.checkNodeTarget(&lifecycle.Effect{Kind: lifecycle.KindDrain, Node: "node-2"}) }))
-	require.Equal(t, `effect drain node-2 timeout=0s retries=0 on node node-2, which runs instance "test:///vm-2", `+
+	require.Equal(t, `effect drain node-2 on node node-2, which runs instance "test:///vm-2", `+
 		"not one of this machine's", r.err)
 }
 
