@@ -304,8 +304,10 @@ func (x *decider) volumes() {
 		// S3a.
 		x.rule(RuleDeleteNodeUnreadable)
 		x.requeue(retry.Short)
-	case x.node() == nil:
-		// S3b: MCM quotes its node lister's NotFound error.
+	case node == "" || x.node() == nil:
+		// S3b: MCM quotes its node lister's NotFound error. A node not
+		// proven this machine's (deletionNode) is none: its volume
+		// attachments are not this machine's to delete.
 		x.advance(RuleDeleteVolumesNodeMissing, lastop.Operation{Type: prev, State: lastop.StateProcessing,
 			Desc: lastop.DescVolumesNodeMissing, Detail: `node "` + node + `" not found`}, StageDeleteVM, 0)
 	case x.in.Node.VolumesAttached == 0:
@@ -378,13 +380,15 @@ func (x *decider) deleteNode() {
 	}
 	node := x.deletionNode()
 	switch {
+	case x.in.NodeReadFailed:
+		// S5c, also without a node name: a node that cannot be read
+		// may be the instance's, found by its machine-name label, and is
+		// not left behind on a guess.
+		x.deleteFailed(RuleDeleteNodeUnreadable,
+			deleteOp(lastop.StateFailed, lastop.DescNodeGetFailed, "the node could not be read"), retry.Short, 0)
 	case node == "":
 		// S5a.
 		x.advance(RuleDeleteNodeUnnamed, deleteOp(lastop.StateProcessing, lastop.DescNodeLabelMissing, ""), StageRemoveFinalizer, 0)
-	case x.in.NodeReadFailed:
-		// S5c.
-		x.deleteFailed(RuleDeleteNodeUnreadable,
-			deleteOp(lastop.StateFailed, lastop.DescNodeGetFailed, "the node could not be read"), retry.Short, 0)
 	case x.node() == nil:
 		// S5b.
 		x.advance(RuleDeleteNodeNotFound, deleteOp(lastop.StateProcessing, lastop.DescNodeNotFound, ""), StageRemoveFinalizer, 0)

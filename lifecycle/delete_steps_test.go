@@ -309,6 +309,21 @@ func TestDeletionVolumeRows(t *testing.T) {
 				effects: []string{deleteVMCall}},
 		},
 		{
+			// The node only its machine-name label links to the machine,
+			// without an instance recorded, is not proven the machine's:
+			// its volume attachments are not deleted, nor awaited.
+			name: "S3b a node not proven the machine's is none: on to DeleteMachine",
+			in: func() lifecycle.Input {
+				in := atVolumes()
+				in.Status.ProviderID, in.Status.NodeName, in.Object.NodeLabel, in.Object.ProviderID = "", "", "", ""
+				in.VolumeAttachments = 3
+				return in
+			},
+			want: want{rule: lifecycle.RuleDeleteVolumesNodeMissing, phase: phase.Terminating, period: retry.Short, changed: true,
+				op:      delOp(lastop.StateProcessing, `Skipping deleteNodeVolAttachments due to - node "" not found. Moving to VM Deletion. Initiate VM deletion`),
+				effects: []string{"call DeleteMachine machine-1 uid=uid-1"}},
+		},
+		{
 			name: "S3c no volumes attached: on to DeleteMachine",
 			in:   func() lifecycle.Input { in := atVolumes(); in.Node.VolumesAttached = 0; return in },
 			want: want{rule: lifecycle.RuleDeleteVolumesDetached, phase: phase.Terminating, period: retry.Short, changed: true,
@@ -427,6 +442,20 @@ func TestDeletionNodeRows(t *testing.T) {
 			},
 			want: want{rule: lifecycle.RuleDeleteNodeUnreadable, phase: phase.Terminating, period: retry.Short, changed: true,
 				op: delOp(lastop.StateFailed, `Retrieval of Node Object "node-vm-1" failed due to error: the node could not be read, Retrying. Initiate node object deletion`)},
+		},
+		{
+			// A deviation: MCM takes a machine without a node label for a
+			// machine without a node (S5a) even when it cannot read nodes;
+			// the node its machine-name label links it to may be there.
+			name: "S5c the node cannot be read and no name is known: Failed, Short, not taken for no node",
+			in: func() lifecycle.Input {
+				in := atNode()
+				in.Node, in.Status.NodeName, in.Object.NodeLabel = lifecycle.Node{}, "", ""
+				in.NodeReadFailed = true
+				return in
+			},
+			want: want{rule: lifecycle.RuleDeleteNodeUnreadable, phase: phase.Terminating, period: retry.Short, changed: true,
+				op: delOp(lastop.StateFailed, `Retrieval of Node Object "" failed due to error: the node could not be read, Retrying. Initiate node object deletion`)},
 		},
 		{
 			name: "S5d the node's finalizer cannot be removed: Failed, Short",
