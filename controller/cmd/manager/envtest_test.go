@@ -36,6 +36,7 @@ import (
 // skip.
 var (
 	k8s      client.Client // uncached, for the tests' own reads and writes
+	cached   client.Client // the shared manager's client, reading from its cache
 	provider *fakecloud.Provider
 	envErr   error
 	nsSeq    atomic.Int32
@@ -92,6 +93,7 @@ func startEnv() (stop func(), err error) {
 		stop()
 		return nil, err
 	}
+	cached = mgr.GetClient()
 	provider = fakecloud.New()
 	r, err := NewReconciler(mgr, provider, lifecycle.DefaultConfig())
 	if err != nil {
