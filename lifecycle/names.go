@@ -43,11 +43,14 @@ const (
 
 // BootstrapTokenID returns the ID of the bootstrap token of a machine, as MCM
 // derives it: the first 6 hexadecimal digits of the last 5 bytes of the
-// machine name. A name of fewer than 3 bytes (on which MCM panics) is
-// left-padded with zeros, so the ID always has the 6 characters a bootstrap
-// token ID needs. The token's secret is kube-system/bootstrap-token-<ID>. It
-// allocates; shells call it, the core only names the machine in its token
-// effects.
+// machine name, that is the hexadecimal of its fifth- to third-last bytes.
+// Names that agree there share an ID (worker-1 to worker-9 all give
+// 6b6572), so a shell that creates tokens by this ID must tell whose token
+// a secret is. MCM panics on a name of fewer than 5 bytes; here such a name
+// is taken whole, and one of fewer than 3 bytes is left-padded with zeros,
+// so the ID always has the 6 characters a bootstrap token ID needs. The
+// token's secret is kube-system/bootstrap-token-<ID>. It allocates; shells
+// call it, the core only names the machine in its token effects.
 func BootstrapTokenID(machineName string) string {
 	const hexdigits = "0123456789abcdef"
 	tail := machineName
