@@ -23,7 +23,8 @@ import (
 type Instance struct {
 	// ProviderID identifies the instance, "fake:///<zone>/vm-<n>".
 	ProviderID string
-	// NodeName is the name its node registers with, "vm-<n>".
+	// NodeName is the name its node registers with, "<zone>-vm-<n>", so
+	// the nodes of providers of different zones never share a name.
 	NodeName string
 	// MachineName and OwnerUID name the machine it was created for; the
 	// owner UID is kept up to date by UpdateMetadata.
@@ -38,13 +39,16 @@ type Instance struct {
 	Generation int64
 	// Metadata is the instance's metadata (tags).
 	Metadata map[string]string
+	// UserData is the class's Secret["userData"] the instance was created
+	// with (where a bootstrap token goes).
+	UserData string
 }
 
 // Provider is the fake cloud. The zero value is not usable; call New.
 type Provider struct {
 	driverapi.UnimplementedDriver
 
-	// Zone goes into every providerID.
+	// Zone goes into every providerID and node name.
 	Zone string
 
 	mu         sync.Mutex
@@ -157,13 +161,14 @@ func (p *Provider) CreateMachine(ctx context.Context, req *driverapi.CreateMachi
 	p.seq++
 	i := &Instance{
 		ProviderID:  fmt.Sprintf("fake:///%s/vm-%d", p.Zone, p.seq),
-		NodeName:    fmt.Sprintf("vm-%d", p.seq),
+		NodeName:    fmt.Sprintf("%s-vm-%d", p.Zone, p.seq),
 		MachineName: req.Machine.Name,
 		OwnerUID:    req.Machine.UID,
 		Key:         req.IdempotencyKey,
 		Created:     time.Now(),
 		Generation:  req.Generation,
 		Metadata:    maps.Clone(req.Metadata),
+		UserData:    string(req.Class.Secret["userData"]),
 	}
 	p.instances[i.ProviderID] = i
 	return &driverapi.CreateMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName}, nil
