@@ -91,12 +91,12 @@ func (r *Reconciler) report(p *pass, d *lifecycle.Decision) {
 	forEachAnomaly(d.Anomalies&^p.reported, func(bit lifecycle.Anomalies) {
 		p.reported |= bit
 		reason, text := anomalyReport(bit)
-		r.Recorder.Eventf(p.m, nil, corev1.EventTypeWarning, reason, d.Rule.String(),
+		r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, reason, d.Rule.String(),
 			"%s: %s (rule %s: %s)", anomalyName(bit), text, d.Rule.String(), d.Rule.Text())
 	})
 	if refusesInput(d.Rule) && !p.refused {
 		p.refused = true
-		r.Recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonInputRefused, d.Rule.String(),
+		r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonInputRefused, d.Rule.String(),
 			"rule %s: %s; nothing was done", d.Rule.String(), d.Rule.Text())
 	}
 }

@@ -63,7 +63,7 @@ func reasons(evs []string) []string {
 func TestAnomalyEventsAreRecordedOncePerPass(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Recorder: rec, Metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics}
 
 	// A pass of the most steps a pass has, every one reporting the clamped
 	// stamp, one of them also the adoption.
@@ -98,7 +98,7 @@ func TestAnomalyEventsAreRecordedOncePerPass(t *testing.T) {
 func TestEveryAnomalyOfADecisionIsReported(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Recorder: rec, Metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics}
 
 	var all lifecycle.Anomalies
 	for i := range anomalyBits {
@@ -157,7 +157,7 @@ func TestEveryAnomalyHasItsOwnReason(t *testing.T) {
 func TestRefusedInputIsRecordedOncePerPassAndCountedByRule(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Recorder: rec, Metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics}
 
 	p := newTestPass()
 	for step := range 3 {
@@ -186,7 +186,7 @@ func TestRefusedInputIsRecordedOncePerPassAndCountedByRule(t *testing.T) {
 func TestNothingIsRecordedForAGoneMachine(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Recorder: rec, Metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics}
 	p := newTestPass()
 	p.gone = true
 	r.decided(p, 0, &lifecycle.Decision{Rule: lifecycle.RuleInvalidStatus, Anomalies: lifecycle.AnomalyStampClamped})

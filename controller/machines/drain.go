@@ -21,7 +21,7 @@ import (
 // lifecycle asks for another round. A node that no longer exists counts
 // as drained.
 func (r *Reconciler) drain(ctx context.Context, e lifecycle.Effect) (lifecycle.Write, error) {
-	if err := r.Reader.Get(ctx, client.ObjectKey{Name: e.Node}, &corev1.Node{}); err != nil {
+	if err := r.reader.Get(ctx, client.ObjectKey{Name: e.Node}, &corev1.Node{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return lifecycle.WriteOK, nil
 		}
@@ -37,14 +37,14 @@ func (r *Reconciler) drain(ctx context.Context, e lifecycle.Effect) (lifecycle.W
 			continue // evicted already; going
 		}
 		if e.Force {
-			err := r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))
+			err := r.client.Delete(ctx, pod, client.GracePeriodSeconds(0))
 			if err != nil && !apierrors.IsNotFound(err) {
 				return lifecycle.WriteFailed, fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
 			continue
 		}
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-		err := r.Client.SubResource("eviction").Create(ctx, pod, ev)
+		err := r.client.SubResource("eviction").Create(ctx, pod, ev)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
 			return lifecycle.WriteFailed, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -55,7 +55,7 @@ func (r *Reconciler) drain(ctx context.Context, e lifecycle.Effect) (lifecycle.W
 // podsToDrain lists the pods of the node that a drain evicts.
 func (r *Reconciler) podsToDrain(ctx context.Context, node string) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.Reader.List(ctx, &list, client.MatchingFields{"spec.nodeName": node}); err != nil {
+	if err := r.reader.List(ctx, &list, client.MatchingFields{"spec.nodeName": node}); err != nil {
 		return nil, err
 	}
 	pods := list.Items[:0]

@@ -2,8 +2,6 @@ package machines
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -19,9 +17,9 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// apply carries out one effect that is not a driver call, as its Kind's doc
-// says, and reports how the write went.
-func (r *Reconciler) apply(ctx context.Context, p *pass, d *lifecycle.Decision, e lifecycle.Effect) (lifecycle.Write, error) {
+// apply carries out one effect that is neither a driver call nor a drain,
+// as its Kind's doc says, and reports how the write went.
+func (r *Reconciler) apply(ctx context.Context, p *pass, e lifecycle.Effect) (lifecycle.Write, error) {
 	switch e.Kind {
 	case lifecycle.KindEnsureFinalizer:
 		return r.updateMachine(ctx, p, func(m *v1alpha1.Machine) bool { return controllerutil.AddFinalizer(m, lifecycle.Finalizer) })
@@ -60,16 +58,14 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, d *lifecycle.Decision, 
 			n.Spec.Unschedulable = true
 			return changed
 		})
-	case lifecycle.KindDrain:
-		return r.drain(ctx, e)
 	case lifecycle.KindDeleteVolumeAttachments:
 		var vas storagev1.VolumeAttachmentList
-		if err := r.Client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: e.Node}); err != nil {
+		if err := r.client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: e.Node}); err != nil {
 			return lifecycle.WriteFailed, err
 		}
 		for i := range vas.Items {
 			// Single failures count as done: the next pass looks again.
-			if err := r.Client.Delete(ctx, &vas.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.client.Delete(ctx, &vas.Items[i]); err != nil && !apierrors.IsNotFound(err) {
 				p.log.Info("deleting a volume attachment failed", "name", vas.Items[i].Name, "error", err.Error())
 			}
 		}
@@ -79,21 +75,16 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, d *lifecycle.Decision, 
 			return controllerutil.RemoveFinalizer(n, e.Key)
 		})
 	case lifecycle.KindDeleteNode:
-		err := r.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.Node}})
+		err := r.client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.Node}})
 		return writeOf(err), err
 
 	case lifecycle.KindEnsureBootstrapToken:
-		return r.ensureToken(ctx, e.Value, e.Expiry.Time())
+		return r.ensureToken(ctx, p, e.Value, e.Expiry.Time())
 	case lifecycle.KindDeleteBootstrapToken:
-		err := r.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-			Namespace: tokenKey(e.Value).Namespace, Name: tokenKey(e.Value).Name}})
-		if apierrors.IsNotFound(err) {
-			err = nil
-		}
-		return writeOf(err), err
+		return r.deleteToken(ctx, p, e.Value)
 
 	case lifecycle.KindEvent:
-		r.event(p, d, e)
+		r.event(p, p.decision, e)
 		return lifecycle.WriteOK, nil
 	}
 	return lifecycle.WriteFailed, fmt.Errorf("unknown effect %s", e.Kind)
@@ -114,7 +105,7 @@ func (r *Reconciler) event(p *pass, d *lifecycle.Decision, e lifecycle.Effect) {
 	if desc := lifecycle.Describe(&d.Status, p.m.Name); desc != "" {
 		msg += ": " + desc
 	}
-	r.Recorder.Eventf(p.m, nil, typ, reason, e.Rule.String(), "%s", msg)
+	r.recorder.Eventf(p.m, nil, typ, reason, e.Rule.String(), "%s", msg)
 }
 
 // updateMachine changes the machine with mutate and writes it, with
@@ -122,23 +113,13 @@ func (r *Reconciler) event(p *pass, d *lifecycle.Decision, e lifecycle.Effect) {
 // returned. A write that finds the object already as asked succeeds.
 func (r *Reconciler) updateMachine(ctx context.Context, p *pass, mutate func(*v1alpha1.Machine) bool) (lifecycle.Write, error) {
 	if p.gone {
-		return lifecycle.WriteNotFound, errors.New("machine is gone")
+		return lifecycle.WriteNotFound, errGone
 	}
 	mm := p.m.DeepCopy()
 	if !mutate(mm) {
 		return lifecycle.WriteOK, nil
 	}
-	if err := r.Client.Update(ctx, mm); err != nil {
-		if apierrors.IsNotFound(err) {
-			p.gone = true
-		}
-		return writeOf(err), err
-	}
-	p.m = mm
-	if mm.DeletionTimestamp != nil && len(mm.Finalizers) == 0 {
-		p.gone = true // the last finalizer went: the API server deleted it
-	}
-	return lifecycle.WriteOK, nil
+	return r.writeMachine(ctx, p, mm, false)
 }
 
 // updateNode reads the node from the API server, changes it with mutate
@@ -146,15 +127,15 @@ func (r *Reconciler) updateMachine(ctx context.Context, p *pass, mutate func(*v1
 // done when missingOK.
 func (r *Reconciler) updateNode(ctx context.Context, name string, missingOK, status bool, mutate func(*corev1.Node) bool) (lifecycle.Write, error) {
 	n := &corev1.Node{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, n)
+	err := r.reader.Get(ctx, client.ObjectKey{Name: name}, n)
 	if err == nil {
 		if !mutate(n) {
 			return lifecycle.WriteOK, nil
 		}
 		if status {
-			err = r.Client.Status().Update(ctx, n)
+			err = r.client.Status().Update(ctx, n)
 		} else {
-			err = r.Client.Update(ctx, n)
+			err = r.client.Update(ctx, n)
 		}
 	}
 	if missingOK && apierrors.IsNotFound(err) {
@@ -196,51 +177,4 @@ func setCondition(n *corev1.Node, typ corev1.NodeConditionType, reason, message 
 	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: typ, Status: corev1.ConditionTrue,
 		Reason: reason, Message: message, LastHeartbeatTime: t, LastTransitionTime: t})
 	return true
-}
-
-// ensureToken makes sure the bootstrap token secret of the machine exists
-// and expires at expiry.
-func (r *Reconciler) ensureToken(ctx context.Context, machine string, expiry time.Time) (lifecycle.Write, error) {
-	key := tokenKey(machine)
-	exp := expiry.UTC().Format(time.RFC3339)
-	s := &corev1.Secret{}
-	err := r.Reader.Get(ctx, key, s)
-	switch {
-	case err == nil:
-		if string(s.Data["expiration"]) == exp {
-			return lifecycle.WriteOK, nil
-		}
-		s.Data["expiration"] = []byte(exp)
-		err = r.Client.Update(ctx, s)
-	case apierrors.IsNotFound(err):
-		s = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-			Type:       corev1.SecretTypeBootstrapToken,
-			Data: map[string][]byte{
-				"token-id":                       []byte(lifecycle.BootstrapTokenID(machine)),
-				"token-secret":                   []byte(tokenSecret()),
-				"expiration":                     []byte(exp),
-				"description":                    []byte("bootstrap token of machine " + machine),
-				"usage-bootstrap-authentication": []byte("true"),
-				"usage-bootstrap-signing":        []byte("true"),
-			},
-		}
-		err = r.Client.Create(ctx, s)
-		if apierrors.IsAlreadyExists(err) {
-			err = nil // created meanwhile; the next pass checks the expiry
-		}
-	}
-	return writeOf(err), err
-}
-
-// tokenSecret returns a random bootstrap token secret: 16 characters of
-// [a-z0-9].
-func tokenSecret() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
 }

@@ -77,6 +77,9 @@ type fleetCollector struct {
 	cfg     *lifecycle.Config
 	now     func() time.Time
 	orphans atomic.Int64
+	// summary is the summary of the leader's last fleet pass; nil on a
+	// replica that does not lead, which computes one at every scrape.
+	summary atomic.Pointer[lifecycle.Summary]
 
 	machines, waiting, pastDeadline, oldestWait, deleting, working, needsReplacement, orphansDesc *prometheus.Desc
 }
@@ -106,14 +109,11 @@ func (f *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (f *fleetCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	fleet, err := members(ctx, f.client, f.cfg, "")
+	s, err := f.summarize()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(f.machines, err)
 		return
 	}
-	s := lifecycle.Summarize(f.cfg, f.now(), fleet, int(f.orphans.Load()))
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}

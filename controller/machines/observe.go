@@ -2,7 +2,6 @@ package machines
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -93,16 +92,12 @@ func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 	return o, problem
 }
 
-// observe builds the input of a step from the machine as this pass last
-// wrote it and the caches; st is the status the step is given (for the
-// providerID lookup of the node). A machine that is gone gives a zero
-// Object.
-func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status) lifecycle.Input {
-	in := lifecycle.Input{Now: r.now(), Status: *st}
-	if p.gone {
-		return in
-	}
+// observe fills in the input of a step from the pass's machine and the
+// caches; st is the status the step is given (for the providerID lookup of
+// the node).
+func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status, in *lifecycle.Input) {
 	in.Object, in.Problem = objectOf(p.m)
+	in.Grant = r.grants.of(p.m.UID)
 	node, err := r.findNode(ctx, p.m, st)
 	if err != nil {
 		p.log.Info("reading the node failed", "error", err.Error())
@@ -120,7 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status)
 			in.Node.Pods = len(pods)
 		}
 		var vas storagev1.VolumeAttachmentList
-		if err := r.Client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: node.Name}); err == nil {
+		if err := r.client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: node.Name}); err == nil {
 			for i := range vas.Items {
 				if vas.Items[i].DeletionTimestamp == nil {
 					in.VolumeAttachments++
@@ -128,10 +123,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status)
 			}
 		}
 	}
-	var token corev1.Secret
-	err = r.Client.Get(ctx, tokenKey(p.m.Name), &token)
-	in.TokenExists = err == nil
-	return in
+	in.TokenExists = r.tokenExists(ctx, p.m, in.Now)
 }
 
 // findNode finds the machine's node: by the machine's node label, else by
@@ -148,7 +140,7 @@ func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *life
 			continue
 		}
 		n := &corev1.Node{}
-		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, n)
+		err := r.client.Get(ctx, client.ObjectKey{Name: name}, n)
 		if err == nil {
 			return n, nil
 		}
@@ -157,7 +149,7 @@ func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *life
 		}
 	}
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
+	if err := r.client.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
 		return nil, err
 	}
 	if n := first(nodes.Items); n != nil {
@@ -166,7 +158,7 @@ func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *life
 	if st.ProviderID == "" {
 		return nil, nil
 	}
-	if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: st.ProviderID}); err != nil {
+	if err := r.client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: st.ProviderID}); err != nil {
 		return nil, err
 	}
 	return first(nodes.Items), nil
@@ -186,7 +178,7 @@ func first(nodes []corev1.Node) *corev1.Node {
 // zero Node (the stale-node check after CreateMachine).
 func (r *Reconciler) nodeNamed(ctx context.Context, name string) lifecycle.Node {
 	n := &corev1.Node{}
-	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+	if err := r.reader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 		return lifecycle.Node{}
 	}
 	return nodeView(n)
@@ -223,26 +215,17 @@ func nodeView(n *corev1.Node) lifecycle.Node {
 	return v
 }
 
-// tokenKey names the bootstrap token secret of a machine.
-func tokenKey(machine string) client.ObjectKey {
-	return client.ObjectKey{Namespace: lifecycle.BootstrapTokenNamespace,
-		Name: "bootstrap-token-" + lifecycle.BootstrapTokenID(machine)}
-}
-
-// classFor returns the provider configuration of a driver call: r.Class,
-// with the machine's bootstrap token in the user data of a CreateMachine.
-func (r *Reconciler) classFor(ctx context.Context, p *pass, call *driverapi.Call) (driverapi.Class, error) {
-	class := r.Class
+// classFor returns the provider configuration of a driver call: the
+// controller's class, with the bootstrap token the pass made sure of in the
+// user data of a CreateMachine (the token effect comes right before the
+// call in the same decision).
+func (r *Reconciler) classFor(p *pass, call *driverapi.Call) driverapi.Class {
+	class := r.class
 	ud, ok := class.Secret["userData"]
-	if call.Method != driverapi.MethodCreate || !ok || !strings.Contains(string(ud), BootstrapTokenPlaceholder) {
-		return class, nil
+	if call.Method != driverapi.MethodCreate || !ok || p.token == "" || !strings.Contains(string(ud), BootstrapTokenPlaceholder) {
+		return class
 	}
-	var s corev1.Secret
-	if err := r.Reader.Get(ctx, tokenKey(p.m.Name), &s); err != nil {
-		return class, fmt.Errorf("reading the bootstrap token: %w", err)
-	}
-	token := string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])
 	class.Secret = maps.Clone(class.Secret)
-	class.Secret["userData"] = []byte(strings.ReplaceAll(string(ud), BootstrapTokenPlaceholder, token))
-	return class, nil
+	class.Secret["userData"] = []byte(strings.ReplaceAll(string(ud), BootstrapTokenPlaceholder, p.token))
+	return class
 }

@@ -1,36 +1,61 @@
-// Package machines is a controller-runtime reconciler that drives Machine
-// resources (api/v1alpha1) with the purelifecycle core. It carries out each
-// decision exactly as the caller's obligations of package lifecycle say:
-// persist the status first through the status subresource, carry out the
-// effects in order and stop at the first failure, feed the outcome back,
-// repeat until a decision has no effects (at most lifecycle.MaxStepsPerPass
-// steps), then requeue after Decision.Requeue.
+// Package machines is a controller-runtime controller that drives Machine
+// resources (api/v1alpha1) with the purelifecycle core. New builds it on a
+// manager from Options (the driver, the lifecycle configuration, how many
+// workers, ...).
 //
-// The input of each step is built from the Machine as this pass last wrote
-// it (never an older cached copy), its Node (by the machine's node label,
+// Each reconcile is one pass of lifecycle/pass (pass.Run), which keeps the
+// caller's obligations of package lifecycle: the status saved first,
+// through the status subresource with optimistic concurrency, the effects
+// carried out in order up to the first that fails, every outcome reported,
+// at most lifecycle.MaxStepsPerPass steps, the requeue of the last
+// decision. The Reconciler is the pass's shell (pass.Shell): it observes
+// the machine, saves its status, carries out the effects and invokes the
+// driver.
+//
+// The input of each step is built from the Machine as the controller last
+// wrote it or newer, never an older cached copy: a pass reads the machine
+// from the manager's cache and lays the controller's own last write over
+// it while the cache does not show it yet (or, with
+// Options.ReadFromAPIServer, reads it from the API server), and goes on
+// with what its own writes return. Its Node (by the machine's node label,
 // else by the node name its status records, else by the node's
-// machine-name label, else by the recorded providerID),
-// the node's VolumeAttachments, and the bootstrap token secret, read from
-// the manager's caches. Writes go to the API server; a node is read afresh
-// before it is written, so a write does not lose to a stale cache.
+// machine-name label, else by the recorded providerID), the node's
+// VolumeAttachments and the bootstrap token secret are read from the
+// caches. Writes go to the API server; a node is read afresh before it is
+// written, so a write does not lose to a stale cache.
+//
+// Machines are reconciled by Options.MaxConcurrentReconciles workers, one
+// machine in one worker at a time, each worker with its own pass.Scratch.
+// The fleet functions (lifecycle.Limit, Orphans, Summarize) run in one
+// periodic pass of the elected leader over the cache and the controller's
+// own writes: the fleet limiter's grants are computed there, once per
+// owner per fleet pass, and each worker reads its machine's grant, so
+// grants stay serialised however many workers run.
+//
+// When the manager stops, a pass in flight is not cut off: its writes and
+// driver calls run detached from the reconcile's context (each bounded by
+// Options.CallTimeout), so it finishes the effects of its current decision,
+// reports their outcome, saves the status the next decision records, and
+// ends (pass.EndCanceled) before carrying out anything more. A drain is the
+// exception: it ends with the context, as the failed drain it then reports
+// is retried by the next pass. The manager's GracefulShutdownTimeout must
+// leave the time for this.
 //
 // Every decision is counted by rule, and every anomaly it reports
 // (lifecycle.Anomalies) by name; each anomaly of a pass, and an input the
 // lifecycle refused, is also recorded as a Warning event on the machine, once
-// per pass (see Metrics and Reconciler.Recorder).
-//
-// Machines of one controller are reconciled one at a time (controller-runtime's
-// default of one worker), which serialises the fleet limiter's grants as
-// lifecycle.Limit asks.
+// per pass (see Metrics). Options.Observer sees every decision too.
 package machines
 
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,58 +64,62 @@ import (
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
-	"github.com/purelifecycle/machine/phase"
+	lpass "github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/retry"
 )
 
-// Reconciler reconciles Machines. Fill the fields and call SetupWithManager.
+// Reconciler reconciles Machines: one pass of lifecycle/pass per
+// reconcile. Make one with New.
 type Reconciler struct {
-	// Client is the manager's client: reads from the cache, writes to the
-	// API server.
-	Client client.Client
-	// Reader reads from the API server directly (the manager's API reader).
-	Reader client.Reader
-	// Recorder records the decisions' events, and a Warning event for
-	// every anomaly a pass's decisions report and for a refused input.
-	Recorder events.EventRecorder
-	// Driver is the cloud provider.
-	Driver driverapi.Driver
-	// Class is the provider configuration handed to every driver call.
-	// The text BootstrapTokenPlaceholder in Class.Secret["userData"] is
-	// replaced with the machine's bootstrap token for CreateMachine.
-	Class driverapi.Class
-	// Config is the lifecycle configuration. SetupWithManager checks it;
-	// changing it afterwards does not change the passes.
-	Config lifecycle.Config
-	// Metrics, when set, counts decisions and their anomalies and exports
-	// the fleet summary.
-	Metrics *Metrics
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// EvictRetryInterval is the pause between eviction retries of a drain;
-	// 0 means Config.EvictRetryInterval.
-	EvictRetryInterval time.Duration
+	client   client.Client // the manager's: reads from the cache, writes to the API server
+	reader   client.Reader // the manager's API reader
+	recorder events.EventRecorder
+	driver   driverapi.Driver
+	class    driverapi.Class
+	config   lifecycle.Config
+	checked  lifecycle.Checked // config, checked by New
+	metrics  *Metrics
+	observer lpass.Observer
+	now      func() time.Time
+	tokenID  TokenIDFunc
 
-	checked lifecycle.Checked // Config, checked by SetupWithManager
+	fromAPIServer      bool
+	callTimeout        time.Duration
+	evictRetryInterval time.Duration
+
+	writes  *ownWrites
+	grants  *grants
+	workers sync.Pool // of *worker
 }
 
-// BootstrapTokenPlaceholder is replaced in the user data with the machine's
-// bootstrap token ("<id>.<secret>") for CreateMachine.
-const BootstrapTokenPlaceholder = "{{BOOTSTRAP_TOKEN}}"
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+// worker is what one reconcile uses: its pass's scratch and shell, reused
+// from pass to pass.
+type worker struct {
+	scratch lpass.Scratch
+	pass    pass
 }
 
-// pass is one reconcile pass of one machine: the machine as this pass last
+// pass is one reconcile pass of one machine, and its shell (lpass.Shell)
+// and observer (lpass.Observer): the machine as this pass last read or
 // wrote it, whether it is gone, and what the pass reported in events.
 type pass struct {
+	r   *Reconciler
+	key types.NamespacedName
+	now time.Time
+	log logr.Logger
+
 	m    *v1alpha1.Machine
 	gone bool
-	log  logr.Logger
+	// observed reports that the pass read the machine; later observations
+	// go on from m.
+	observed bool
+	// decision is the pass's current decision, step its number.
+	decision *lifecycle.Decision
+	step     int
+	// token is the bootstrap token ("<id>.<secret>") the pass made sure
+	// of, for the CreateMachine that follows.
+	token string
+
 	// reported holds the anomalies whose event this pass recorded.
 	reported lifecycle.Anomalies
 	// refused reports whether this pass recorded the event of a refused
@@ -98,106 +127,188 @@ type pass struct {
 	refused bool
 }
 
+// errGone is the error of a write to a machine that is gone.
+var errGone = errors.New("machine is gone")
+
+// statusUnreadable is the error of a machine whose status cannot be read
+// back into the lifecycle's: without its saved state no step can be
+// trusted, so the machine is left alone.
+type statusUnreadable struct{ err error }
+
+func (e *statusUnreadable) Error() string { return "machine status unreadable: " + e.err.Error() }
+func (e *statusUnreadable) Unwrap() error { return e.err }
+
 // Reconcile runs one pass for the machine req names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
-	// The machine is read from the API server, not the cache: the cache may
-	// not show this controller's own last write yet, and Step must never be
-	// given an older copy than that (obligation 4). A controller for large
-	// fleets would remember the resourceVersion it last wrote and wait for
-	// its cache instead.
-	m := &v1alpha1.Machine{}
-	if err := r.Reader.Get(ctx, req.NamespacedName, m); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	st, err := m.Status.ToLifecycle()
-	if err != nil {
-		// Without its saved state no step can be trusted, and saving a
-		// status decided from a guess would overwrite what is left.
-		log.Error(err, "machine status unreadable; machine left alone")
-		r.Recorder.Eventf(m, nil, "Warning", "InvalidStatus", "Reconcile", "status unreadable: %v", err)
+	w := r.workers.Get().(*worker)
+	defer r.workers.Put(w)
+	p := &w.pass
+	*p = pass{r: r, key: req.NamespacedName, now: r.now(), log: logf.FromContext(ctx)}
+	defer func() { *p = pass{} }()
+	rep := lpass.Run(ctx, &r.checked, p, p.now, &w.scratch, p)
+	var unreadable *statusUnreadable
+	switch {
+	case rep.End == lpass.EndObserveFailed && errors.As(rep.Err, &unreadable):
+		p.log.Error(rep.Err, "machine left alone")
 		return ctrl.Result{RequeueAfter: retry.Long}, nil
-	}
-	p := &pass{m: m, log: log}
-	grant, err := r.grant(ctx, m, &st)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
-	in := r.observe(ctx, p, &st)
-	in.Grant = grant
-	var d lifecycle.Decision
-	for step := 0; step < lifecycle.MaxStepsPerPass; step++ {
-		lifecycle.StepInto(&d, &r.checked, &in)
-		r.decided(p, step, &d)
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		// 1. Persist first: the status is the write-ahead record.
-		if d.Changed {
-			if w, err := r.saveStatus(ctx, p, &d.Status); w != lifecycle.WriteOK {
-				log.Info("saving status failed", "write", w.String(), "error", err.Error())
-				out.Persist = w
-				in.Outcome = out
-				lifecycle.StepInto(&d, &r.checked, &in)
-				r.decided(p, step+1, &d)
-				break
-			}
-		}
-		if d.Done() {
-			break
-		}
-		if step == lifecycle.MaxStepsPerPass-1 {
-			// No step is left to feed this decision's outcome back: carry
-			// out nothing (its status is saved and acted on next pass).
-			d.Requeue = retry.Short
-			break
-		}
-		// 2. Effects in order, stopping at the first failure.
-		for _, e := range d.Effects.Slice() {
-			if e.Kind == lifecycle.KindCallDriver {
-				class, err := r.classFor(ctx, p, &d.Call)
-				if err != nil {
-					// The token could not be read: nothing was called.
-					out.Stopped, out.Error = writeOf(err), err.Error()
-					break
-				}
-				out.Result = driverapi.Invoke(ctx, r.Driver, d.Call, class)
-				log.V(1).Info("driver", "call", lifecycle.CallString(d.Call), "code", out.Result.Code.String(),
-					"error", out.Result.ErrorText())
-			} else if w, err := r.apply(ctx, p, &d, e); w != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
-				out.Stopped = w
-				if err != nil {
-					out.Error = err.Error()
-				}
-				log.Info("effect failed", "effect", e.String(), "write", w.String(), "error", out.Error)
-				break
-			}
-			out.Ran++
-		}
-		// 3. Feed the outcome back, with the object as the last write left it.
-		status := d.Status
-		in = r.observe(ctx, p, &status)
-		in.Status = status
-		in.Grant = grant
-		in.Outcome = out
-		if d.Call.Method == driverapi.MethodCreate && out.Ran == d.Effects.Len() && out.Result.NodeName != "" {
-			out.CreatedNode = r.nodeNamed(ctx, out.Result.NodeName)
-		}
-	}
-	// 4. Requeue after the last decision's period.
-	if p.gone || d.Requeue <= 0 {
+	case rep.End == lpass.EndObserveFailed:
+		return ctrl.Result{}, rep.Err
+	case rep.End == lpass.EndCanceled:
+		p.log.Info("pass ended early: the controller is stopping", "steps", rep.Steps)
+	case rep.End == lpass.EndGone || rep.Requeue <= 0:
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+}
+
+// io returns the context of a pass's write, read or driver call: detached
+// from ctx's cancellation, so that a pass the manager stops finishes what
+// it started, and bounded by Options.CallTimeout.
+func (p *pass) io(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), p.r.callTimeout)
+}
+
+// Observe implements lpass.Shell: the first observation reads the machine,
+// later ones go on from the machine as the pass's own writes left it.
+func (p *pass) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) error {
+	ctx, cancel := p.io(ctx)
+	defer cancel()
+	*in = lifecycle.Input{Now: now}
+	var st lifecycle.Status
+	if !p.observed {
+		p.observed = true
+		m, err := p.r.readMachine(ctx, p.key, now)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			p.gone = true
+			return nil
+		}
+		p.m = m
+		if st, err = m.Status.ToLifecycle(); err != nil {
+			p.r.recorder.Eventf(m, nil, "Warning", "InvalidStatus", "Reconcile", "status unreadable: %v", err)
+			return &statusUnreadable{err}
+		}
+		in.Status = st
+	} else if p.decision != nil {
+		st = p.decision.Status // what Run gives the next step
+	}
+	if p.gone {
+		return nil
+	}
+	p.r.observe(ctx, p, &st, in)
+	return nil
+}
+
+// readMachine reads the machine: from the cache, with this controller's
+// own last write laid over it when the cache does not show it yet, or from
+// the API server. nil when it is gone.
+func (r *Reconciler) readMachine(ctx context.Context, key types.NamespacedName, now time.Time) (*v1alpha1.Machine, error) {
+	m := &v1alpha1.Machine{}
+	if !r.fromAPIServer {
+		err := r.client.Get(ctx, key, m)
+		if apierrors.IsNotFound(err) {
+			r.writes.forgetMachine(key)
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if newest, ok := r.writes.newest(m, now); ok {
+			return newest, nil
+		}
+		m = &v1alpha1.Machine{}
+	}
+	if err := r.reader.Get(ctx, key, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forgetMachine(key)
+			return nil, nil
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// Save implements lpass.Shell: the status through the status subresource,
+// with optimistic concurrency (a machine changed since this pass read it
+// gives a conflict). The recorded bootstrap token ID is kept.
+func (p *pass) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
+	if p.gone {
+		return lifecycle.WriteNotFound
+	}
+	ctx, cancel := p.io(ctx)
+	defer cancel()
+	mm := p.m.DeepCopy()
+	mm.Status = v1alpha1.StatusOf(st, mm.Name, &p.m.Status, p.now)
+	mm.Status.BootstrapTokenID = p.m.Status.BootstrapTokenID
+	w, err := p.r.writeMachine(ctx, p, mm, true)
+	if w != lifecycle.WriteOK {
+		p.log.Info("saving status failed", "write", w.String(), "error", err.Error())
+	}
+	return w
+}
+
+// Apply implements lpass.Shell. A drain runs with the reconcile's context
+// (it can take as long as the drain timeout, so it ends when the manager
+// stops); every other effect is detached from it (see io).
+func (p *pass) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	var w lifecycle.Write
+	var err error
+	if e.Kind == lifecycle.KindDrain {
+		w, err = p.r.drain(ctx, *e)
+	} else {
+		io, cancel := p.io(ctx)
+		w, err = p.r.apply(io, p, *e)
+		cancel()
+	}
+	if w == lifecycle.WriteOK {
+		return w, ""
+	}
+	msg := w.String()
+	if err != nil {
+		msg = err.Error()
+	}
+	if e.Kind != lifecycle.KindEvent {
+		p.log.Info("effect failed", "effect", e.String(), "write", w.String(), "error", msg)
+	}
+	return w, msg
+}
+
+// Invoke implements lpass.Shell: the driver, with the provider
+// configuration of the call (classFor).
+func (p *pass) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	ctx, cancel := p.io(ctx)
+	defer cancel()
+	*res = driverapi.Invoke(ctx, p.r.driver, *c, p.r.classFor(p, c))
+	p.log.V(1).Info("driver", "call", lifecycle.CallString(*c), "code", res.Code.String(), "error", res.ErrorText())
+}
+
+// Node implements lpass.Shell: the node of that name, read from the API
+// server, or the zero Node (the stale-node check after CreateMachine).
+func (p *pass) Node(ctx context.Context, name string) lifecycle.Node {
+	ctx, cancel := p.io(ctx)
+	defer cancel()
+	return p.r.nodeNamed(ctx, name)
+}
+
+// Decided implements lpass.Observer: it logs and counts the decision,
+// records the events of its anomalies and of a refused input, and shows it
+// to Options.Observer.
+func (p *pass) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
+	p.decision = d
+	p.r.decided(p, p.step, d)
+	p.step++
+	if p.r.observer != nil {
+		p.r.observer.Decided(in, d)
+	}
 }
 
 // decided logs and counts a decision, and records the events of its
 // anomalies and of a refused input (see report).
 func (r *Reconciler) decided(p *pass, step int, d *lifecycle.Decision) {
-	if r.Metrics != nil {
-		r.Metrics.decided(d)
+	if r.metrics != nil {
+		r.metrics.decided(d)
 	}
 	r.report(p, d)
 	log := p.log.V(1)
@@ -218,21 +329,32 @@ func (r *Reconciler) decided(p *pass, step int, d *lifecycle.Decision) {
 	log.Info(d.Rule.Text(), kv...)
 }
 
-// saveStatus persists st through the status subresource, with optimistic
-// concurrency: a machine changed since this pass read it gives a conflict.
-func (r *Reconciler) saveStatus(ctx context.Context, p *pass, st *lifecycle.Status) (lifecycle.Write, error) {
-	if p.gone {
-		return lifecycle.WriteNotFound, errors.New("machine is gone")
+// writeMachine writes mm, a changed copy of the pass's machine (its status
+// when status is set), with optimistic concurrency; the pass goes on with
+// the object the write returned, and the fleet and later passes see it
+// (ownWrites).
+func (r *Reconciler) writeMachine(ctx context.Context, p *pass, mm *v1alpha1.Machine, status bool) (lifecycle.Write, error) {
+	var err error
+	if status {
+		err = r.client.Status().Update(ctx, mm)
+	} else {
+		err = r.client.Update(ctx, mm)
 	}
-	mm := p.m.DeepCopy()
-	mm.Status = v1alpha1.StatusOf(st, mm.Name, &p.m.Status, r.now())
-	if err := r.Client.Status().Update(ctx, mm); err != nil {
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			p.gone = true
+			r.writes.forgetMachine(p.key)
 		}
 		return writeOf(err), err
 	}
 	p.m = mm
+	if mm.DeletionTimestamp != nil && len(mm.Finalizers) == 0 {
+		// The last finalizer went: the API server deleted the machine.
+		p.gone = true
+		r.writes.forgetMachine(p.key)
+		return lifecycle.WriteOK, nil
+	}
+	r.writes.recordMachine(mm, r.now())
 	return lifecycle.WriteOK, nil
 }
 
@@ -247,36 +369,4 @@ func writeOf(err error) lifecycle.Write {
 		return lifecycle.WriteNotFound
 	}
 	return lifecycle.WriteFailed
-}
-
-// grant computes the fleet limiter's grant for the machine: lifecycle.Limit
-// over the machines of its namespace, as the cache shows them, with this
-// machine as read. Only machines that may be marked Failed need one.
-func (r *Reconciler) grant(ctx context.Context, m *v1alpha1.Machine, st *lifecycle.Status) (lifecycle.Grant, error) {
-	if st.Phase != phase.Unknown && st.Phase != phase.InPlaceUpdateFailed {
-		return lifecycle.Grant{}, nil
-	}
-	var list v1alpha1.MachineList
-	if err := r.Client.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
-		return lifecycle.Grant{}, err
-	}
-	fleet := make([]lifecycle.Member, 0, len(list.Items)+1)
-	self := -1
-	for i := range list.Items {
-		mi := &list.Items[i]
-		if mi.UID == m.UID {
-			continue
-		}
-		sti, err := mi.Status.ToLifecycle()
-		if err != nil {
-			continue // left alone by its own reconcile
-		}
-		o, _ := objectOf(mi)
-		fleet = append(fleet, lifecycle.MemberOf(&r.Config, &lifecycle.Input{Object: o, Status: sti}))
-	}
-	o, _ := objectOf(m)
-	self = len(fleet)
-	fleet = append(fleet, lifecycle.MemberOf(&r.Config, &lifecycle.Input{Object: o, Status: *st}))
-	grants := lifecycle.Limit(nil, &r.Config, r.now(), lifecycle.Observer{}, fleet)
-	return grants[self], nil
 }

@@ -2,7 +2,6 @@ package machines
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -10,29 +9,25 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
-	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// SetupWithManager registers the cache indexes the reconciler reads with
-// and the controller: Machines, and the Nodes mapped to their machines.
-// Status-only changes of a Machine (the reconciler's own status writes) do
-// not trigger a pass; the decision's requeue does. It fails on a Config
-// that does not pass lifecycle's Validate.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	checked, err := r.Config.Check()
-	if err != nil {
-		return err
-	}
-	r.checked = checked
+// setup registers the cache indexes the reconciler reads with and the
+// controller named name with its workers: Machines, the Nodes mapped to
+// their machines, and the machines the fleet pass sends on granted.
+func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <-chan event.GenericEvent) error {
+	// The indexes are registered before the manager starts; the context
+	// only bounds the informers' creation, which does not wait.
+	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
 	for _, ix := range []struct {
 		obj   client.Object
@@ -64,10 +59,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("machine").
+		Named(name).
 		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionRequested))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfNode)).
+		WatchesRawSource(source.Channel(granted, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 
@@ -101,7 +98,7 @@ func (r *Reconciler) machinesOfNode(ctx context.Context, o client.Object) []reco
 			return
 		}
 		var list v1alpha1.MachineList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+		if err := r.client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
 			logf.FromContext(ctx).Error(err, "mapping a node to its machines", "node", n.Name)
 			return
 		}
@@ -117,44 +114,4 @@ func (r *Reconciler) machinesOfNode(ctx context.Context, o client.Object) []reco
 	add(machineNodeIndex, n.Name)
 	add(machineProviderID, n.Spec.ProviderID)
 	return out
-}
-
-// OrphanCollector returns a runnable that, every interval, deletes the
-// provider's instances no machine owns (lifecycle.Orphans) and records
-// their number in the metrics.
-func (r *Reconciler) OrphanCollector(interval time.Duration) manager.Runnable {
-	return manager.RunnableFunc(func(ctx context.Context) error {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-				r.collectOrphans(ctx)
-			}
-		}
-	})
-}
-
-func (r *Reconciler) collectOrphans(ctx context.Context) {
-	log := logf.FromContext(ctx).WithName("orphans")
-	fleet, err := members(ctx, r.Client, &r.Config, "")
-	if err != nil {
-		log.Error(err, "listing machines")
-		return
-	}
-	res := driverapi.Invoke(ctx, r.Driver, driverapi.Call{Method: driverapi.MethodList}, r.Class)
-	if !res.OK() {
-		log.Info("listing instances failed", "error", res.ErrorText())
-		return
-	}
-	calls := lifecycle.Orphans(nil, &r.Config, r.now(), fleet, res.Instances)
-	if r.Metrics != nil {
-		r.Metrics.SetOrphans(len(calls))
-	}
-	for _, c := range calls {
-		res := driverapi.Invoke(ctx, r.Driver, c, r.Class)
-		log.Info("deleted orphan instance", "call", lifecycle.CallString(c), "code", res.Code.String(), "error", res.ErrorText())
-	}
 }

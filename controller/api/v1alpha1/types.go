@@ -123,6 +123,10 @@ type MachineStatus struct {
 	// Lifecycle is the library's state that MCM's fields do not carry.
 	// +optional
 	Lifecycle *LifecycleState `json:"lifecycle,omitempty"`
+	// BootstrapTokenID is the ID of the machine's bootstrap token (secret
+	// kube-system/bootstrap-token-<ID>), recorded before the token is made.
+	// +optional
+	BootstrapTokenID string `json:"bootstrapTokenID,omitempty"`
 }
 
 // LastOperation is MCM's LastOperation record.

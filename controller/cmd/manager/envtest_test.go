@@ -16,12 +16,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/controller/config"
@@ -37,6 +37,7 @@ import (
 var (
 	k8s      client.Client // uncached, for the tests' own reads and writes
 	cached   client.Client // the shared manager's client, reading from its cache
+	restCfg  *rest.Config  // the API server's, for the tests' own managers
 	provider *fakecloud.Provider
 	envErr   error
 	nsSeq    atomic.Int32
@@ -74,6 +75,7 @@ func startEnv() (stop func(), err error) {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "envtest: API server up in %s\n", time.Since(start).Round(time.Millisecond))
+	restCfg = cfg
 	ctx, cancel := context.WithCancel(context.Background())
 	stop = func() {
 		cancel()
@@ -84,32 +86,35 @@ func startEnv() (stop func(), err error) {
 		stop()
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   CacheOptions(),
-	})
+	provider = fakecloud.New()
+	mgr, _, err := newManager(cfg, sharedOptions(), provider)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	cached = mgr.GetClient()
-	provider = fakecloud.New()
-	r, err := NewReconciler(mgr, provider, lifecycle.DefaultConfig())
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		stop()
-		return nil, err
-	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			envErr = err
 		}
 	}()
 	return stop, nil
+}
+
+// managerLabel is the machine label that hands a machine to a test's own
+// manager (startManager) instead of the shared one.
+const managerLabel = "test.purelifecycle.dev/manager"
+
+// sharedOptions are the options of the manager every test shares: as the
+// command's defaults, with no servers, no orphan collection, grants every
+// second, and the machines no test's own manager takes.
+func sharedOptions() options {
+	o := defaultOptions()
+	o.metricsAddr, o.probeAddr, o.installCRD = "0", "0", false
+	o.orphanInterval = 0
+	o.fleetInterval = time.Second
+	o.selector = "!" + managerLabel
+	return o
 }
 
 // needEnv skips the test without an API server.
@@ -130,10 +135,18 @@ func newNamespace(t *testing.T) string {
 	return ns
 }
 
-// newMachine creates a machine with short timeouts.
+// newMachine creates a machine with short timeouts, for the shared
+// manager.
 func newMachine(t *testing.T, ns, name string, health time.Duration) *v1alpha1.Machine {
 	t.Helper()
-	m := &v1alpha1.Machine{
+	m := machineSpec(ns, name, health)
+	require.NoError(t, k8s.Create(context.Background(), m))
+	return m
+}
+
+// machineSpec returns a machine with short timeouts.
+func machineSpec(ns, name string, health time.Duration) *v1alpha1.Machine {
+	return &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.MachineSpec{
 			Class: v1alpha1.ClassSpec{Kind: "FakeMachineClass", Name: "fake"},
@@ -144,8 +157,6 @@ func newMachine(t *testing.T, ns, name string, health time.Duration) *v1alpha1.M
 			},
 		},
 	}
-	require.NoError(t, k8s.Create(context.Background(), m))
-	return m
 }
 
 // eventually polls cond until it holds, failing after timeout with the
@@ -262,8 +273,9 @@ func TestMachineReachesRunningAndItsNodeIsFreed(t *testing.T) {
 		return !tainted && n.Labels[lifecycle.MachineNameLabel] == "m-run",
 			fmt.Sprintf("taints %v, labels %v", n.Spec.Taints, n.Labels)
 	})
+	require.NotEmpty(t, m.Status.BootstrapTokenID, "the token's ID is recorded")
 	eventually(t, 20*time.Second, "token deleted", func() (bool, string) {
-		err := k8s.Get(context.Background(), tokenKeyOf("m-run"), &corev1.Secret{})
+		err := k8s.Get(context.Background(), tokenKeyOf(m.Status.BootstrapTokenID), &corev1.Secret{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	require.Equal(t, 1, provider.Calls("m-run", driverapi.MethodCreate))
@@ -275,7 +287,12 @@ func TestMachineReachesRunningAndItsNodeIsFreed(t *testing.T) {
 			contains(got, "Normal "+lifecycle.RuleHealthJoined.Event()), fmt.Sprint(got)
 	})
 	require.GreaterOrEqual(t, metricValue(t, "purelifecycle_decisions_total", "rule", "health.joined"), 1.0)
-	require.GreaterOrEqual(t, metricValue(t, "purelifecycle_machines", "phase", "Running"), 1.0)
+	// The fleet summary is the leader's fleet pass's, up to a fleet
+	// interval old.
+	eventually(t, 5*time.Second, "the fleet summary counts it", func() (bool, string) {
+		v := metricValue(t, "purelifecycle_machines", "phase", "Running")
+		return v >= 1, fmt.Sprint(v, " Running")
+	})
 }
 
 func TestDeletedMachineLosesFinalizerInstanceAndNode(t *testing.T) {
@@ -420,8 +437,9 @@ func eventNotes(t *testing.T, ns, machine, reason string) []string {
 	return out
 }
 
-func tokenKeyOf(machine string) client.ObjectKey {
-	return client.ObjectKey{Namespace: lifecycle.BootstrapTokenNamespace, Name: "bootstrap-token-" + lifecycle.BootstrapTokenID(machine)}
+// tokenKeyOf names the secret of a bootstrap token ID.
+func tokenKeyOf(id string) client.ObjectKey {
+	return client.ObjectKey{Namespace: lifecycle.BootstrapTokenNamespace, Name: "bootstrap-token-" + id}
 }
 
 func contains(list []string, s string) bool {

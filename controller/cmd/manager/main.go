@@ -1,41 +1,60 @@
-// Command manager runs the Machine controller against the
-// cluster of a kubeconfig (--kubeconfig, else $KUBECONFIG, else in-cluster),
-// with an in-process fake cloud provider:
+// Command manager runs the Machine controller (package machines) against
+// the cluster of a kubeconfig (--kubeconfig, else $KUBECONFIG, else
+// in-cluster), with an in-process fake cloud provider:
 //
 //	go run ./cmd/manager --kubeconfig ~/.kube/config --fake-kubelet
 //
 // It installs the Machine CRD (machine.purelifecycle.dev/v1alpha1), then
-// decides every Machine's lifecycle with the purelifecycle core. With
-// --fake-kubelet it also registers a Ready node for every instance the fake
-// provider creates, so machines reach Running without real VMs. Metrics are
-// served on --metrics-bind-address at /metrics: purelifecycle_decisions_total
-// by rule (the "input." rules count refused inputs),
-// purelifecycle_anomalies_total by anomaly, and the fleet summary
+// decides every Machine's lifecycle with the purelifecycle core, with
+// --max-concurrent-reconciles workers. With --fake-kubelet it also
+// registers a Ready node for every instance the fake provider creates, so
+// machines reach Running without real VMs.
+//
+// Replicas elect a leader with --leader-elect (a Lease named
+// --leader-election-id in --leader-election-namespace, which out of a
+// cluster must be given); only the leader reconciles and runs the fleet
+// pass (the fleet limiter's grants, the fleet summary, the orphan
+// collection). Every replica serves the health probes on
+// --health-probe-bind-address (/healthz; /readyz once its caches synced)
+// and the metrics on --metrics-bind-address at /metrics, over HTTPS by
+// default, to clients the API server authenticates (a bearer token,
+// through a TokenReview) and authorizes to get the non-resource URL
+// /metrics (through a SubjectAccessReview):
+// purelifecycle_decisions_total by rule (the "input." rules count refused
+// inputs), purelifecycle_anomalies_total by anomaly, and the fleet summary
 // (purelifecycle_machines and its kin). Besides the events the decisions
 // ask for, every anomaly a pass reports and every refused input is recorded
 // as a Warning event on the machine, once per pass.
+//
+// On SIGTERM the passes in flight finish the effects they started and save
+// what they did, within --graceful-shutdown-timeout.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
@@ -43,67 +62,247 @@ import (
 	"github.com/purelifecycle/machine/controller/fakecloud"
 	"github.com/purelifecycle/machine/controller/machines"
 	"github.com/purelifecycle/machine/driverapi"
-	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
 func main() {
-	metricsAddr := flag.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
-	installCRD := flag.Bool("install-crd", true, "create or update the Machine CRD before starting")
-	fakeKubelet := flag.Bool("fake-kubelet", false, "register a Ready node for every instance of the fake provider")
-	orphanInterval := flag.Duration("orphan-interval", 10*time.Minute, "how often to collect orphan instances; 0 disables it")
-	verbose := flag.Bool("v", false, "log every decision, also those that change nothing")
+	o := defaultOptions()
+	o.bind(flag.CommandLine)
 	flag.Parse()
 
 	level := slog.LevelInfo
-	if *verbose {
+	if o.verbose {
 		level = slog.LevelDebug - 1 // logr's V(1)
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	log := ctrl.Log.WithName("main")
-	if err := run(ctrl.SetupSignalHandler(), *metricsAddr, *installCRD, *fakeKubelet, *orphanInterval); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		log.Error(err, "controller failed")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, metricsAddr string, installCRD, fakeKubelet bool, orphanInterval time.Duration) error {
+// options are the command's settings: its flags, and a few the tests set.
+type options struct {
+	metricsAddr    string
+	secureMetrics  bool
+	probeAddr      string
+	installCRD     bool
+	fakeKubelet    bool
+	verbose        bool
+	workers        int
+	fleetInterval  time.Duration
+	orphanInterval time.Duration
+	callTimeout    time.Duration
+	shutdown       time.Duration
+	fromAPIServer  bool
+	tokenIDs       string
+	selector       string
+
+	leaderElect                               bool
+	leaderElectionID, leaderElectionNamespace string
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+
+	// Set by the tests only.
+	//
+	// name names the controller (unique in a process); registerer
+	// registers the controller's metrics (nil: none); driver wraps the
+	// fake provider; observer sees every decision; tweak changes the
+	// manager's options last.
+	name       string
+	registerer prometheus.Registerer
+	driver     func(*fakecloud.Provider) driverapi.Driver
+	observer   pass.Observer
+	tweak      func(*ctrl.Options)
+}
+
+// defaultOptions returns the flags' defaults.
+func defaultOptions() options {
+	return options{
+		metricsAddr: ":8443", secureMetrics: true, probeAddr: ":8081", installCRD: true,
+		workers: 4, fleetInterval: 10 * time.Second, orphanInterval: 10 * time.Minute,
+		callTimeout: 30 * time.Second, shutdown: time.Minute, tokenIDs: "uid",
+		leaderElectionID: "purelifecycle-machine-controller",
+		leaseDuration:    15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
+		registerer: metrics.Registry,
+	}
+}
+
+// bind defines the command's flags on fs, defaulting to o.
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr, "address the metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", o.secureMetrics,
+		"serve metrics over HTTPS to clients the API server authenticates and authorizes for /metrics; false serves plain HTTP to anyone")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", o.probeAddr, "address the /healthz and /readyz probes bind to; 0 disables them")
+	fs.BoolVar(&o.installCRD, "install-crd", o.installCRD, "create or update the Machine CRD before starting")
+	fs.BoolVar(&o.fakeKubelet, "fake-kubelet", o.fakeKubelet, "register a Ready node for every instance of the fake provider")
+	fs.BoolVar(&o.verbose, "v", o.verbose, "log every decision, also those that change nothing")
+	fs.IntVar(&o.workers, "max-concurrent-reconciles", o.workers, "how many machines are reconciled at once")
+	fs.DurationVar(&o.fleetInterval, "fleet-interval", o.fleetInterval,
+		"how often the leader computes the fleet limiter's grants and the fleet summary")
+	fs.DurationVar(&o.orphanInterval, "orphan-interval", o.orphanInterval, "how often to collect orphan instances; 0 disables it")
+	fs.DurationVar(&o.callTimeout, "call-timeout", o.callTimeout, "bound of each API call and driver call of a pass")
+	fs.DurationVar(&o.shutdown, "graceful-shutdown-timeout", o.shutdown,
+		"how long the passes in flight are given to finish when the controller stops")
+	fs.BoolVar(&o.fromAPIServer, "read-from-apiserver", o.fromAPIServer,
+		"read each machine from the API server at the start of a pass, instead of from the cache with the controller's own writes")
+	fs.StringVar(&o.tokenIDs, "bootstrap-token-ids", o.tokenIDs,
+		"how a machine's bootstrap token ID is derived: uid (from the machine's UID) or name (MCM's, from its name)")
+	fs.StringVar(&o.selector, "machine-selector", o.selector,
+		"label selector of the machines this controller manages (all when empty); needs -orphan-interval 0")
+	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "elect a leader among the replicas; only the leader reconciles")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", o.leaderElectionID, "name of the Lease of the leader election")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", o.leaderElectionNamespace,
+		"namespace of the Lease (in a cluster: the pod's namespace when empty)")
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", o.leaseDuration,
+		"how long a replica waits to take over a lease not renewed")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", o.renewDeadline,
+		"how long the leader tries to renew its lease before it stops leading (and exits)")
+	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", o.retryPeriod, "how often replicas try to take or renew the lease")
+}
+
+func run(ctx context.Context, o options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}
-	scheme := Scheme()
-	if installCRD {
-		if err := InstallCRDs(ctx, cfg, scheme); err != nil {
+	if o.installCRD {
+		if err := InstallCRDs(ctx, cfg, Scheme()); err != nil {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: metricsAddr},
-		Cache:   CacheOptions(),
-	})
+	mgr, _, err := newManager(cfg, o, fakecloud.New())
 	if err != nil {
 		return err
-	}
-	provider := fakecloud.New()
-	r, err := NewReconciler(mgr, provider, lifecycle.DefaultConfig())
-	if err != nil {
-		return err
-	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		return err
-	}
-	if orphanInterval > 0 {
-		if err := mgr.Add(r.OrphanCollector(orphanInterval)); err != nil {
-			return err
-		}
-	}
-	if fakeKubelet {
-		if err := mgr.Add(&fakecloud.Kubelet{Provider: provider, Client: mgr.GetClient(), Interval: 2 * time.Second}); err != nil {
-			return err
-		}
 	}
 	return mgr.Start(ctx)
+}
+
+// newManager returns the manager running the controller over provider,
+// set up as o says: leader election, probes, metrics, the fake kubelet.
+func newManager(cfg *rest.Config, o options, provider *fakecloud.Provider) (ctrl.Manager, *machines.Reconciler, error) {
+	tokenID, err := tokenIDs(o.tokenIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	cacheOpts, err := cacheOptions(o.selector)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.selector != "" && o.orphanInterval > 0 {
+		return nil, nil, errors.New("-machine-selector needs -orphan-interval 0: orphan collection must see the whole fleet")
+	}
+	mo := ctrl.Options{
+		Scheme: Scheme(),
+		Cache:  cacheOpts,
+		Metrics: metricsserver.Options{
+			BindAddress:   o.metricsAddr,
+			SecureServing: o.secureMetrics,
+			// HTTP/2 off: its stream handling has been the way to exhaust
+			// servers (CVE-2023-44487, CVE-2023-39325).
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              o.leaderElectionID,
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // the process ends when the manager stops
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
+		GracefulShutdownTimeout:       &o.shutdown,
+	}
+	if o.secureMetrics {
+		mo.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if o.tweak != nil {
+		o.tweak(&mo)
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr.GetCache())); err != nil {
+		return nil, nil, err
+	}
+	var driver driverapi.Driver = provider
+	if o.driver != nil {
+		driver = o.driver(provider)
+	}
+	r, err := machines.New(mgr, machines.Options{
+		Driver: driver,
+		Class: driverapi.Class{Name: "fake", Secret: map[string][]byte{
+			"userData": []byte("#!/bin/sh\n# join the cluster with bootstrap token " + machines.BootstrapTokenPlaceholder + "\n"),
+		}},
+		Name:                    o.name,
+		MaxConcurrentReconciles: o.workers,
+		ReadFromAPIServer:       o.fromAPIServer,
+		CallTimeout:             o.callTimeout,
+		FleetInterval:           o.fleetInterval,
+		OrphanInterval:          orphanInterval(o.orphanInterval),
+		TokenID:                 tokenID,
+		Registerer:              o.registerer,
+		Observer:                o.observer,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.fakeKubelet {
+		if err := mgr.Add(&fakecloud.Kubelet{Provider: provider, Client: mgr.GetClient(), Interval: 2 * time.Second}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mgr, r, nil
+}
+
+// orphanInterval maps the flag (0 disables) to machines.Options (negative
+// disables).
+func orphanInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// tokenIDs returns the token ID derivation the flag names.
+func tokenIDs(name string) (machines.TokenIDFunc, error) {
+	switch name {
+	case "uid":
+		return machines.TokenIDFromUID, nil
+	case "name":
+		return machines.TokenIDFromName, nil
+	}
+	return nil, fmt.Errorf("-bootstrap-token-ids: %q is neither uid nor name", name)
+}
+
+// cacheOptions returns the manager's cache options: the controller's, and
+// the machines restricted to selector.
+func cacheOptions(selector string) (cache.Options, error) {
+	opts := machines.CacheOptions()
+	if selector == "" {
+		return opts, nil
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return opts, fmt.Errorf("-machine-selector: %w", err)
+	}
+	opts.ByObject[&v1alpha1.Machine{}] = cache.ByObject{Label: sel}
+	return opts, nil
+}
+
+// informersSynced is the readiness check: the manager's caches have synced.
+func informersSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informers not synced")
+		}
+		return nil
+	}
 }
 
 // Scheme returns the scheme of the controller: client-go's types and the
@@ -120,38 +319,6 @@ func Scheme() *runtime.Scheme {
 		panic(err)
 	}
 	return s
-}
-
-// CacheOptions restricts the cached Secrets to bootstrap tokens, the only
-// secrets the controller reads.
-func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {
-			Namespaces: map[string]cache.Config{lifecycle.BootstrapTokenNamespace: {}},
-			Field:      fields.OneTermEqualSelector("type", string(corev1.SecretTypeBootstrapToken)),
-		},
-	}}
-}
-
-// NewReconciler returns the reconciler of mgr over driver with cfg, with
-// its metrics registered in controller-runtime's registry.
-func NewReconciler(mgr ctrl.Manager, driver driverapi.Driver, cfg lifecycle.Config) (*machines.Reconciler, error) {
-	r := &machines.Reconciler{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("purelifecycle-machine-controller"),
-		Driver:   driver,
-		Class: driverapi.Class{Name: "fake", Secret: map[string][]byte{
-			"userData": []byte("#!/bin/sh\n# join the cluster with bootstrap token " + machines.BootstrapTokenPlaceholder + "\n"),
-		}},
-		Config: cfg,
-	}
-	m, err := machines.NewMetrics(metrics.Registry, mgr.GetClient(), &r.Config, time.Now)
-	if err != nil {
-		return nil, err
-	}
-	r.Metrics = m
-	return r, nil
 }
 
 // InstallCRDs creates the example's CRDs, or updates them, and waits until
