@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -46,13 +47,16 @@ func RegisterNode(ctx context.Context, c client.Client, inst Instance) error {
 }
 
 // SetReady sets the node's Ready condition to status, as a kubelet (or the
-// node lifecycle controller, for Unknown) does.
+// node lifecycle controller, for Unknown) does: read, changed and written
+// again when someone else wrote the node meanwhile (a conflict).
 func SetReady(ctx context.Context, c client.Client, node string, status corev1.ConditionStatus) error {
-	n := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		return err
-	}
-	return setReady(ctx, c, n, status)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return err
+		}
+		return setReady(ctx, c, n, status)
+	})
 }
 
 // setReady writes n's Ready condition with status.

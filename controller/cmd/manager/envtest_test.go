@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -46,6 +47,14 @@ var (
 func TestMain(m *testing.M) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		os.Exit(m.Run())
+	}
+	// The tests mostly wait for the API server and the controller, so more
+	// of them run at once than there are CPUs, unless -test.parallel says.
+	flag.Parse()
+	parallel := false
+	flag.Visit(func(f *flag.Flag) { parallel = parallel || f.Name == "test.parallel" })
+	if !parallel {
+		_ = flag.Set("test.parallel", "8")
 	}
 	stop, err := startEnv()
 	if err != nil {

@@ -22,12 +22,14 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// Short leases, so that a handover takes a few seconds.
+// Short leases, so that a handover takes seconds; long enough that a
+// leader starved of CPU (the race detector, tests in parallel, two cores)
+// still renews in time.
 func shortLease(o *options, id string) {
 	o.leaderElect = true
 	o.leaderElectionID = id
 	o.leaderElectionNamespace = "default"
-	o.leaseDuration, o.renewDeadline, o.retryPeriod = 3*time.Second, 2*time.Second, 250*time.Millisecond
+	o.leaseDuration, o.renewDeadline, o.retryPeriod = 8*time.Second, 6*time.Second, 500*time.Millisecond
 }
 
 // recordedInstance returns the providerID the machine's status records.
