@@ -27,7 +27,12 @@
 // as a Warning event on the machine, once per pass.
 //
 // On SIGTERM the passes in flight finish the effects they started and save
-// what they did, within --graceful-shutdown-timeout.
+// what they did, within --graceful-shutdown-timeout, and then the lease is
+// released. A leader that fails to renew its lease exits at once
+// (controller-runtime skips the graceful shutdown then, as another replica
+// may lead already): a pass it cuts off in the middle is taken up by the
+// next leader from the status saved before each effect, and a write it
+// still makes on a machine the next leader wrote is refused as a conflict.
 package main
 
 import (

@@ -16,6 +16,7 @@
 package main
 
 import (
+	"flag"
 	"log/slog"
 	"os"
 	"time"
@@ -33,6 +34,7 @@ import (
 )
 
 func main() {
+	flag.Parse() // -kubeconfig, which controller-runtime defines
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil)))
 	log := ctrl.Log.WithName("example")
 
