@@ -58,6 +58,8 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, e lifecycle.Effect) (li
 			n.Spec.Unschedulable = true
 			return changed
 		})
+	case lifecycle.KindDrain:
+		return r.drain(ctx, e)
 	case lifecycle.KindDeleteVolumeAttachments:
 		var vas storagev1.VolumeAttachmentList
 		if err := r.client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: e.Node}); err != nil {

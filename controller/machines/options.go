@@ -48,9 +48,6 @@ type Options struct {
 	// 30 seconds. These calls go on when the manager stops, so a pass ends
 	// having saved what it did (see the package doc).
 	CallTimeout time.Duration
-	// EvictRetryInterval is the pause between eviction retries of a drain;
-	// 0 means Config.EvictRetryInterval.
-	EvictRetryInterval time.Duration
 
 	// FleetInterval is how often the elected leader computes the fleet
 	// limiter's grants and the fleet summary; 0 means 10 seconds. A machine
@@ -109,20 +106,19 @@ func New(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		return nil, fmt.Errorf("machines: %w", err)
 	}
 	r := &Reconciler{
-		client:             mgr.GetClient(),
-		reader:             mgr.GetAPIReader(),
-		driver:             opts.Driver,
-		class:              opts.Class,
-		config:             cfg,
-		checked:            checked,
-		observer:           opts.Observer,
-		now:                opts.Now,
-		tokenID:            opts.TokenID,
-		fromAPIServer:      opts.ReadFromAPIServer,
-		callTimeout:        orDefault(opts.CallTimeout, 30*time.Second),
-		evictRetryInterval: opts.EvictRetryInterval,
-		writes:             newOwnWrites(),
-		grants:             &grants{},
+		client:        mgr.GetClient(),
+		reader:        mgr.GetAPIReader(),
+		driver:        opts.Driver,
+		class:         opts.Class,
+		config:        cfg,
+		checked:       checked,
+		observer:      opts.Observer,
+		now:           opts.Now,
+		tokenID:       opts.TokenID,
+		fromAPIServer: opts.ReadFromAPIServer,
+		callTimeout:   orDefault(opts.CallTimeout, 30*time.Second),
+		writes:        newOwnWrites(),
+		grants:        &grants{},
 	}
 	r.workers.New = func() any { return &worker{} }
 	if r.now == nil {

@@ -36,10 +36,10 @@
 // driver calls run detached from the reconcile's context (each bounded by
 // Options.CallTimeout), so it finishes the effects of its current decision,
 // reports their outcome, saves the status the next decision records, and
-// ends (pass.EndCanceled) before carrying out anything more. A drain is the
-// exception: it ends with the context, as the failed drain it then reports
-// is retried by the next pass. The manager's GracefulShutdownTimeout must
-// leave the time for this.
+// ends (pass.EndCanceled) before carrying out anything more; a drain is
+// one round of evictions that does not wait for the pods, so it holds no
+// worker either. The manager's GracefulShutdownTimeout must leave the time
+// for this.
 //
 // Every decision is counted by rule, and every anomaly it reports
 // (lifecycle.Anomalies) by name; each anomaly of a pass, and an input the
@@ -83,9 +83,8 @@ type Reconciler struct {
 	now      func() time.Time
 	tokenID  TokenIDFunc
 
-	fromAPIServer      bool
-	callTimeout        time.Duration
-	evictRetryInterval time.Duration
+	fromAPIServer bool
+	callTimeout   time.Duration
 
 	writes  *ownWrites
 	grants  *grants
@@ -249,19 +248,13 @@ func (p *pass) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
 	return w
 }
 
-// Apply implements lpass.Shell. A drain runs with the reconcile's context
-// (it can take as long as the drain timeout, so it ends when the manager
-// stops); every other effect is detached from it (see io).
+// Apply implements lpass.Shell. Effects run detached from the reconcile's
+// context (see io); a drain is one round of evictions, as short as any
+// other write.
 func (p *pass) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
-	var w lifecycle.Write
-	var err error
-	if e.Kind == lifecycle.KindDrain {
-		w, err = p.r.drain(ctx, *e)
-	} else {
-		io, cancel := p.io(ctx)
-		w, err = p.r.apply(io, p, *e)
-		cancel()
-	}
+	io, cancel := p.io(ctx)
+	w, err := p.r.apply(io, p, *e)
+	cancel()
 	if w == lifecycle.WriteOK {
 		return w, ""
 	}
