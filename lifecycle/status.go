@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
@@ -229,6 +231,62 @@ const (
 
 // Has reports whether every flag of f is set in s.
 func (s Flags) Has(f Flags) bool { return s&f == f }
+
+// flagNames names each declared flag, by bit. It is read-only.
+var flagNames = [...]string{"stale-instance", "granted", "was-failed", "drain-succeeded", "drain-forced",
+	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods"}
+
+// String names the flags of s, joined by ",", such as
+// "drain-succeeded,terminated"; a bit no flag declares reads "bit-N". The
+// empty set is "". [ParseFlags] reads it back.
+func (s Flags) String() string {
+	var b []byte
+	for i := 0; i < 16; i++ {
+		if s&(1<<i) == 0 {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		if i < len(flagNames) {
+			b = append(b, flagNames[i]...)
+		} else {
+			b = append(b, "bit-"...)
+			b = strconv.AppendInt(b, int64(i), 10)
+		}
+	}
+	return string(b)
+}
+
+// ParseFlags returns the flags whose String is text, so a shell can store
+// them as names and read them back; an unknown name is an error.
+func ParseFlags(text string) (Flags, error) {
+	var f Flags
+	for text != "" {
+		name := text
+		if i := strings.IndexByte(text, ','); i >= 0 {
+			name, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		bit := -1
+		for i, n := range flagNames {
+			if n == name {
+				bit = i
+			}
+		}
+		if rest, ok := strings.CutPrefix(name, "bit-"); ok && bit < 0 {
+			if n, err := strconv.Atoi(rest); err == nil && n >= len(flagNames) && n < 16 {
+				bit = n
+			}
+		}
+		if bit < 0 {
+			return 0, fmt.Errorf("lifecycle: unknown flag %q", name)
+		}
+		f |= 1 << bit
+	}
+	return f, nil
+}
 
 // Failures counts consecutive failures per sub-flow. A count grows when a
 // step of its sub-flow fails and returns to zero when one succeeds; backoff

@@ -314,31 +314,10 @@ func statusLine(st *lifecycle.Status) string {
 	if st.ProviderID != "" || st.NodeName != "" {
 		s += fmt.Sprintf(" providerID=%q node=%q", st.ProviderID, st.NodeName)
 	}
-	if f := flagsString(st.Flags); f != "" {
+	if f := st.Flags.String(); f != "" {
 		s += " flags=" + f
 	}
 	return s
-}
-
-// flagsString names the flags of f.
-func flagsString(f lifecycle.Flags) string {
-	names := [...]struct {
-		f    lifecycle.Flags
-		name string
-	}{
-		{lifecycle.FlagStaleInstance, "stale-instance"}, {lifecycle.FlagGranted, "granted"},
-		{lifecycle.FlagWasFailed, "was-failed"}, {lifecycle.FlagDrainSucceeded, "drain-succeeded"},
-		{lifecycle.FlagDrainForced, "drain-forced"}, {lifecycle.FlagDrainSkipped, "drain-skipped"},
-		{lifecycle.FlagTerminated, "terminated"}, {lifecycle.FlagNeedsReplacement, "needs-replacement"},
-		{lifecycle.FlagMetadataUnverified, "metadata-unverified"},
-	}
-	var out []string
-	for _, n := range names {
-		if f.Has(n.f) {
-			out = append(out, n.name)
-		}
-	}
-	return strings.Join(out, ",")
 }
 
 // nodeLine renders a node in one line, "none" for the zero Node.

@@ -334,27 +334,6 @@ func scriptResult(r driverapi.Result, note string) string {
 	return s
 }
 
-// scriptFlags names the flags of a status.
-func scriptFlags(f lifecycle.Flags) string {
-	names := []struct {
-		f    lifecycle.Flags
-		name string
-	}{
-		{lifecycle.FlagStaleInstance, "stale-instance"}, {lifecycle.FlagGranted, "granted"},
-		{lifecycle.FlagWasFailed, "was-failed"}, {lifecycle.FlagDrainSucceeded, "drain-succeeded"},
-		{lifecycle.FlagDrainForced, "drain-forced"}, {lifecycle.FlagDrainSkipped, "drain-skipped"},
-		{lifecycle.FlagTerminated, "terminated"}, {lifecycle.FlagNeedsReplacement, "needs-replacement"},
-		{lifecycle.FlagMetadataUnverified, "metadata-unverified"},
-	}
-	var out []string
-	for _, n := range names {
-		if f.Has(n.f) {
-			out = append(out, n.name)
-		}
-	}
-	return strings.Join(out, ",")
-}
-
 // statusString renders the persisted status compactly: only what is set.
 func (e *scriptEnv) statusString() string {
 	st := &e.status
@@ -367,7 +346,7 @@ func (e *scriptEnv) statusString() string {
 			b.WriteString(" owner=" + st.OwnerUID)
 		}
 	}
-	if f := scriptFlags(st.Flags); f != "" {
+	if f := st.Flags.String(); f != "" {
 		b.WriteString("\nflags=" + f)
 	}
 	fl := st.Failures
