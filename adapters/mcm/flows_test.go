@@ -16,6 +16,7 @@ import (
 	"github.com/purelifecycle/machine/examples/shell"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -91,6 +92,7 @@ func TestFlowsRoundTrip(t *testing.T) {
 			m.Name, m.UID = "machine-a", "uid-a"
 			w := &mcmWorld{Cluster: c, t: t, machine: m, descs: map[string]bool{}}
 			now, changed, deleted := t0, false, false
+			var scratch pass.Scratch
 			for range 200 {
 				c.Tick(now)
 				running := c.Machine.Status.Phase == phase.Running
@@ -103,11 +105,11 @@ func TestFlowsRoundTrip(t *testing.T) {
 					deleted = true
 				}
 				w.now = now
-				res := shell.Reconcile(context.Background(), &cfg, w, p, driverapi.Class{}, now, shell.Hooks{})
+				res := pass.Run(context.Background(), &cfg, &shell.Shell{World: w, Driver: p}, now, &scratch, nil)
 				if c.Machine.Gone {
 					break
 				}
-				last := res.Decisions[len(res.Decisions)-1]
+				last := &scratch.Decision
 				if !tt.deleteNow && running && last.Rule == lifecycle.RuleHealthy && (tt.change == nil || changed) {
 					break
 				}

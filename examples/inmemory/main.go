@@ -1,7 +1,8 @@
 // Command inmemory drives machines through their lifecycle against an
 // in-memory provider and cluster, with the lifecycle core deciding every
-// step and a small shell carrying the decisions out (examples/shell). It
-// prints each decision: its rule, effects, and requeue.
+// step and lifecycle/pass.Run carrying the decisions out over the in-memory
+// cluster (examples/shell binds it onto pass.Shell). It prints each
+// decision: its rule, effects, and requeue.
 //
 // Scenarios:
 //
@@ -38,6 +39,7 @@ import (
 	"github.com/purelifecycle/machine/examples/shell"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -68,6 +70,9 @@ func main() {
 type scenario struct {
 	about string
 	setup func(p *lifecycletest.Provider, c *memworld.Cluster)
+	// crash, if set, says whether the controller dies in the pass-th pass
+	// after the status of its step-th decision d was saved (ran 0) or ran
+	// of d's effects were carried out.
 	crash func(pass, step, ran int, d *lifecycle.Decision) bool
 	// deleteWhen, if set, requests the machine's deletion once it holds.
 	deleteWhen func(c *memworld.Cluster) bool
@@ -172,7 +177,8 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 	now := t0
 	var r result
 	changed := false
-	for pass := 1; pass <= 100; pass++ {
+	var scratch pass.Scratch // one per worker: a pass allocates nothing of its own
+	for n := 1; n <= 100; n++ {
 		c.Tick(now)
 		if s.change != nil && !changed && running(c) {
 			changed = true
@@ -188,42 +194,37 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 				fmt.Fprintf(w, "\n[+%s] the machine's deletion is requested\n", now.Sub(t0))
 			}
 		}
-		hooks := shell.Hooks{}
+		// The pass is pass.Run's, over the cluster and the provider; Crash
+		// ends it where the scenario's controller dies.
+		ctx, cancel := context.WithCancel(context.Background())
+		sh := &shell.Crash{Shell: &shell.Shell{World: c, Driver: p, Class: driverapi.Class{Name: "mem-small"}},
+			Cancel: cancel}
 		if !quiet {
-			hooks.Decided = func(step int, d *lifecycle.Decision) { printDecision(w, step, d, c) }
+			sh.Observer = &printer{w: w, c: c}
 		}
-		var lastDecision *lifecycle.Decision
 		if s.crash != nil {
-			hooks.CrashAfter = func(step, ran int) bool {
-				return lastDecision != nil && s.crash(pass, step, ran, lastDecision)
-			}
-			decided := hooks.Decided
-			hooks.Decided = func(step int, d *lifecycle.Decision) {
-				lastDecision = d
-				if decided != nil {
-					decided(step, d)
-				}
-			}
+			sh.At = func(step, ran int, d *lifecycle.Decision) bool { return s.crash(n, step, ran, d) }
 		}
 		if !quiet {
-			fmt.Fprintf(w, "\n[+%s] pass %d (phase %s)\n", now.Sub(t0), pass, c.Machine.Status.Phase.Label())
+			fmt.Fprintf(w, "\n[+%s] pass %d (phase %s)\n", now.Sub(t0), n, c.Machine.Status.Phase.Label())
 		}
-		res := shell.Reconcile(context.Background(), &checked, c, p, driverapi.Class{Name: "mem-small"}, now, hooks)
-		r.passes = pass
+		res := pass.Run(ctx, &checked, sh, now, &scratch, sh)
+		cancel()
+		r.passes = n
 		if c.Machine.Gone {
 			if !quiet {
 				fmt.Fprintf(w, "  the machine object is gone\n")
 			}
 			break
 		}
-		if res.Crashed {
+		if sh.Crashed {
 			if !quiet {
 				fmt.Fprintf(w, "  !! controller crashed; it restarts 10s later from the last saved status\n")
 			}
 			now = now.Add(10 * time.Second)
 			continue
 		}
-		last := res.Decisions[len(res.Decisions)-1]
+		last := &scratch.Decision // the pass's last decision
 		if !quiet {
 			fmt.Fprintf(w, "  requeue after %s\n", res.Requeue)
 		}
@@ -255,8 +256,20 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 	return r
 }
 
+// printer prints every decision of a pass: it is the pass's Observer.
+type printer struct {
+	w     io.Writer
+	c     *memworld.Cluster
+	steps int
+}
+
+func (p *printer) Decided(_ *lifecycle.Input, d *lifecycle.Decision) {
+	p.steps++
+	printDecision(p.w, p.steps, d, p.c)
+}
+
 func printDecision(w io.Writer, step int, d *lifecycle.Decision, c *memworld.Cluster) {
-	fmt.Fprintf(w, "  step %d  %-28s %s\n", step+1, d.Rule.String(), d.Rule.Text())
+	fmt.Fprintf(w, "  step %d  %-28s %s\n", step, d.Rule.String(), d.Rule.Text())
 	if d.Changed {
 		fmt.Fprintf(w, "          status: phase=%s stage=%s, last operation %q\n",
 			d.Status.Phase.Label(), d.Status.Stage, lifecycle.Describe(&d.Status, c.Machine.Object.Name))

@@ -1,24 +1,22 @@
-// Package shell carries out lifecycle decisions exactly as the caller's
-// obligations of package lifecycle say, once, for every example that embeds
-// the core: persist the status first, carry out the effects in order and
-// stop at the first failure, feed the outcome back, repeat until a decision
-// has no effects, then requeue.
-//
-// The pass ends at a decision that neither changes the status nor has
-// effects (lifecycle.Decision.Done).
+// Package shell binds the examples' in-memory worlds onto pass.Shell, so
+// that every example's reconcile pass is lifecycle/pass.Run and keeps the
+// caller's obligations of package lifecycle as Run keeps them.
 //
 // A World is where the machine, its node and its token live (an in-memory
-// cluster here, a Kubernetes API server in a real controller); the driver is
-// any driverapi.Driver.
+// cluster here, examples/memworld; a Kubernetes API server in a real
+// controller); [Shell] makes a pass.Shell of a World and a driver. [Crash]
+// wraps a pass.Shell to end a pass at a chosen point, as a controller that
+// dies there.
 package shell
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
-	"github.com/purelifecycle/machine/retry"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
 // World reads and writes what the lifecycle of one machine touches outside
@@ -38,96 +36,142 @@ type World interface {
 	NodeNamed(name string) lifecycle.Node
 }
 
-// Hooks let a caller watch a pass or break it.
-type Hooks struct {
-	// Decided is called with every decision, before it is carried out.
-	Decided func(step int, d *lifecycle.Decision)
-	// CrashAfter, when it returns true for (step, effects carried out so
-	// far), ends the pass at once, as if the controller died there: no
-	// outcome is fed back and no requeue is returned. The status saved so
-	// far is all the next pass knows.
-	CrashAfter func(step, ran int) bool
+// Shell is a World and a driver as the pass.Shell of one machine.
+type Shell struct {
+	// World holds the machine, its node and its token.
+	World World
+	// Driver answers the driver calls, with Class as the machine's class.
+	Driver driverapi.Driver
+	Class  driverapi.Class
 }
 
-// Pass is what one reconcile pass did.
-type Pass struct {
-	// Decisions are the decisions of the pass, in order.
-	Decisions []lifecycle.Decision
-	// Requeue is when to reconcile again; 0 when the machine is gone or the
-	// pass crashed.
-	Requeue time.Duration
-	// Crashed reports that a hook ended the pass.
+// Observe implements pass.Shell: the world's input at now.
+func (s *Shell) Observe(_ context.Context, now time.Time, in *lifecycle.Input) error {
+	*in = s.World.Observe(now)
+	return nil
+}
+
+// Save implements pass.Shell with World.SaveStatus.
+func (s *Shell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	return s.World.SaveStatus(*st)
+}
+
+// Apply implements pass.Shell with World.Apply.
+func (s *Shell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	w, err := s.World.Apply(*e)
+	if err != nil {
+		return w, err.Error()
+	}
+	return w, ""
+}
+
+// Invoke implements pass.Shell: driverapi.Invoke against Driver.
+func (s *Shell) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	*res = driverapi.Invoke(ctx, s.Driver, *c, s.Class)
+}
+
+// Node implements pass.Shell with World.NodeNamed.
+func (s *Shell) Node(_ context.Context, name string) lifecycle.Node { return s.World.NodeNamed(name) }
+
+// ErrCrashed is what Crash's Observe returns once the pass crashed.
+var ErrCrashed = errors.New("the controller crashed")
+
+// Crash is a pass.Shell that ends a pass at a crash point, as if the
+// controller died there: from that point on, every call fails without
+// touching the world (Observe returns ErrCrashed) and Cancel cancels the
+// pass's context, so pass.Run returns having carried out nothing more.
+// What was saved before the crash is all the next pass knows.
+//
+// Give Crash to Run as the pass's Observer too: it counts the pass's
+// decisions, and shows each to Observer.
+type Crash struct {
+	pass.Shell
+	// Observer, when set, sees every decision of the pass.
+	Observer pass.Observer
+	// At says whether the controller dies after the changed status of the
+	// pass's step-th decision d (from 0) was saved (ran 0), or after ran of
+	// d's effects were carried out.
+	At func(step, ran int, d *lifecycle.Decision) bool
+	// Cancel, when set, is called at the crash: the cancel function of the
+	// context given to Run.
+	Cancel context.CancelFunc
+	// Crashed reports that the pass crashed.
 	Crashed bool
+
+	steps int                 // the decisions seen
+	d     *lifecycle.Decision // the last one
+	ran   int                 // its effects carried out
 }
 
-// Reconcile runs one pass for the machine of w at time now, with the
-// configuration the controller checked once when it started.
-func Reconcile(ctx context.Context, cfg *lifecycle.Checked, w World, drv driverapi.Driver, class driverapi.Class,
-	now time.Time, hooks Hooks) Pass {
-	var pass Pass
-	in := w.Observe(now)
-	var d lifecycle.Decision
-	for step := 0; step < lifecycle.MaxStepsPerPass; step++ {
-		lifecycle.StepInto(&d, cfg, &in)
-		pass.Decisions = append(pass.Decisions, d)
-		if hooks.Decided != nil {
-			hooks.Decided(step, &d)
-		}
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		// 1. Persist first: the status is the write-ahead record.
-		if d.Changed {
-			if w := w.SaveStatus(d.Status); w != lifecycle.WriteOK {
-				out.Persist = w
-				in.Outcome = out
-				lifecycle.StepInto(&d, cfg, &in)
-				pass.Decisions = append(pass.Decisions, d)
-				if hooks.Decided != nil {
-					hooks.Decided(step+1, &d)
-				}
-				break
-			}
-		}
-		if hooks.CrashAfter != nil && hooks.CrashAfter(step, 0) {
-			pass.Crashed = true
-			return pass
-		}
-		if d.Done() {
-			break
-		}
-		if step == lifecycle.MaxStepsPerPass-1 {
-			// No step is left to feed this decision's outcome back: carry
-			// out nothing (its status, if changed, is saved and will be
-			// acted on next pass) and come back soon.
-			d.Requeue = retry.Short
-			break
-		}
-		// 2. Effects in order, stopping at the first failure.
-		for _, e := range d.Effects.Slice() {
-			if e.Kind == lifecycle.KindCallDriver {
-				out.Result = driverapi.Invoke(ctx, drv, d.Call, class)
-			} else if wr, err := w.Apply(e); wr != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
-				out.Stopped = wr
-				if err != nil {
-					out.Error = err.Error()
-				}
-				break
-			}
-			out.Ran++
-			if hooks.CrashAfter != nil && hooks.CrashAfter(step, out.Ran) {
-				pass.Crashed = true
-				return pass
-			}
-		}
-		// 3. Feed the outcome back, with the object as the last write left it.
-		status := d.Status
-		in = w.Observe(now)
-		in.Status = status
-		in.Outcome = out
-		if d.Call.Method == driverapi.MethodCreate && out.Ran == d.Effects.Len() && out.Result.NodeName != "" {
-			out.CreatedNode = w.NodeNamed(out.Result.NodeName)
+// Decided implements pass.Observer.
+func (c *Crash) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
+	c.steps++
+	c.d, c.ran = d, 0
+	if c.Observer != nil {
+		c.Observer.Decided(in, d)
+	}
+}
+
+// point asks At whether the controller dies now, and crashes if so.
+func (c *Crash) point() {
+	if c.d != nil && c.At != nil && c.At(c.steps-1, c.ran, c.d) {
+		c.Crashed = true
+		if c.Cancel != nil {
+			c.Cancel()
 		}
 	}
-	// 4. Requeue after the last decision's period.
-	pass.Requeue = d.Requeue
-	return pass
+}
+
+// Observe implements pass.Shell.
+func (c *Crash) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) error {
+	if c.Crashed {
+		return ErrCrashed
+	}
+	return c.Shell.Observe(ctx, now, in)
+}
+
+// Save implements pass.Shell; a crash point follows a save that succeeded.
+func (c *Crash) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
+	if c.Crashed {
+		return lifecycle.WriteFailed
+	}
+	w := c.Shell.Save(ctx, st)
+	if w == lifecycle.WriteOK {
+		c.point()
+	}
+	return w
+}
+
+// Apply implements pass.Shell; a crash point follows an effect carried
+// out (a failed event counts as carried out, as the lifecycle counts it).
+func (c *Crash) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	if c.Crashed {
+		return lifecycle.WriteFailed, ErrCrashed.Error()
+	}
+	w, msg := c.Shell.Apply(ctx, e)
+	if w == lifecycle.WriteOK || e.Kind == lifecycle.KindEvent {
+		c.ran++
+		c.point()
+	}
+	return w, msg
+}
+
+// Invoke implements pass.Shell; a crash point follows the call's answer.
+// After the crash the driver is not asked, and the answer is an error.
+func (c *Crash) Invoke(ctx context.Context, call *driverapi.Call, res *driverapi.Result) {
+	if c.Crashed {
+		*res = driverapi.ResultOf(call.Method, ErrCrashed)
+		return
+	}
+	c.Shell.Invoke(ctx, call, res)
+	c.ran++
+	c.point()
+}
+
+// Node implements pass.Shell: the zero Node after the crash.
+func (c *Crash) Node(ctx context.Context, name string) lifecycle.Node {
+	if c.Crashed {
+		return lifecycle.Node{}
+	}
+	return c.Shell.Node(ctx, name)
 }
