@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
 // Script is a scenario script: a story of one machine told as commands
@@ -46,8 +47,8 @@ import (
 //	                  carry out the last decision's effects in order: the driver
 //	                  call against the provider unless code or undecodable gives its
 //	                  answer; effect N fails when ran is given
-//	pass              a whole reconcile pass: the shell's loop (ScriptOptions.Shell)
-//	                  or the harness's, continuing a pass in progress
+//	pass              a whole reconcile pass from the persisted status: pass.Run
+//	                  over the script's world (through ScriptOptions.WrapShell)
 //	crash             the controller restarts: a pending decision or outcome is lost
 //	tick 90s          the clock moves on
 //	node register [volumes=1] [pods=1] | ready | not-ready | gone | pods=N | pdb=true|false
@@ -73,9 +74,14 @@ import (
 //	mcm               the phase and LastOperation record MCM would show
 //	world             the object, the token, the nodes and the provider
 //
-// Every decision the harness's own steps make is checked with [Check], for
-// an input it does not change and for determinism, and with
-// ScriptOptions.Check; a broken promise fails the command.
+// Every decision, of a step or of a pass, is checked with [Check], for an
+// input it does not change and for determinism, and with
+// ScriptOptions.Check; a broken promise fails the command. The script's
+// world checks that a pass keeps the caller's obligations of package
+// lifecycle as it meets them (a status saved before its decision's
+// effects, the effects in order, none after a failed write, each decision
+// made from the world as observed), and a pass that breaks one fails the
+// command.
 type Script struct {
 	// Name names the script in messages (its file, for RunScripts).
 	Name   string
@@ -130,12 +136,14 @@ func ParseScript(name, text string) (*Script, error) {
 
 // ScriptOptions configure a run of a [Script].
 type ScriptOptions struct {
-	// Shell, when set, runs the reconcile passes of the pass command; the
-	// harness's own loop runs them otherwise.
-	Shell Shell
-	// Check, when set, is asked about every decision the harness's own
-	// steps make, with the configuration and input it was made from; an
-	// error fails the command.
+	// WrapShell, when set, puts a layer of the caller's between pass.Run
+	// and the script's world in the pass command: Run acts on
+	// WrapShell(world), and the world checks what reaches it. A layer that
+	// passes every call on unchanged leaves the script's output as it is.
+	WrapShell func(pass.Shell) pass.Shell
+	// Check, when set, is asked about every decision the steps and passes
+	// make, with the configuration and input it was made from; an error
+	// fails the command.
 	Check func(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision) error
 }
 

@@ -37,7 +37,7 @@ func (e *scriptEnv) cmdNew(c *scriptCmd) (string, error) {
 		e.cfg.NoTargetCluster = true
 	}
 	e.obj, e.gone, e.status = o, false, lifecycle.Status{}
-	e.pending, e.outcome, e.steps = nil, nil, 0
+	e.pending, e.outcome = nil, nil
 	return fmt.Sprintf("machine %s uid=%s owner=%s created at %s", name, uid, o.Owner, e.rel(e.now)), nil
 }
 

@@ -40,7 +40,6 @@ type scriptEnv struct {
 	pending *lifecycle.Decision // a decision whose effects await `outcome`
 	outcome *lifecycle.Outcome  // the outcome the next step is fed
 	created string              // the node name a CreateMachine outcome returned
-	steps   int                 // steps taken in this pass
 }
 
 func newScriptEnv(opts ScriptOptions) *scriptEnv {
@@ -159,26 +158,36 @@ func (e *scriptEnv) input() lifecycle.Input {
 }
 
 // decide calls Step for in and checks the decision: the input unchanged,
-// the decision deterministic, the promises Check lists, and the options'
-// Check.
+// and as check checks it.
 func (e *scriptEnv) decide(in lifecycle.Input) (lifecycle.Decision, error) {
 	before := deepCopyInput(in)
 	d := lifecycle.Step(e.cfg, in)
 	if !reflect.DeepEqual(before, in) {
 		return d, errors.New("lifecycle.Step changed its input")
 	}
-	if again := lifecycle.Step(e.cfg, before); !reflect.DeepEqual(d, again) {
-		return d, errors.New("lifecycle.Step is not deterministic")
+	return d, e.check(&in, &d)
+}
+
+// check checks decision d, made from in: Step, asked again, neither
+// changes in nor decides otherwise; the promises Check lists; and the
+// options' Check.
+func (e *scriptEnv) check(in *lifecycle.Input, d *lifecycle.Decision) error {
+	before := deepCopyInput(*in)
+	if again := lifecycle.Step(e.cfg, before); !reflect.DeepEqual(*d, again) {
+		return errors.New("lifecycle.Step is not deterministic")
 	}
-	if err := Check(&e.cfg, &in, &d); err != nil {
-		return d, err
+	if !reflect.DeepEqual(before, deepCopyInput(*in)) {
+		return errors.New("lifecycle.Step changed its input")
+	}
+	if err := Check(&e.cfg, in, d); err != nil {
+		return err
 	}
 	if e.opts.Check != nil {
-		if err := e.opts.Check(&e.cfg, &in, &d); err != nil {
-			return d, err
+		if err := e.opts.Check(&e.cfg, in, d); err != nil {
+			return err
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // step takes one step and persists its status first, as the shell must.
@@ -189,7 +198,6 @@ func (e *scriptEnv) step(persist lifecycle.Write) (lifecycle.Decision, error) {
 		return d, err
 	}
 	e.outcome, e.created = nil, ""
-	e.steps++
 	switch {
 	case d.Changed && persist != lifecycle.WriteOK:
 		// The save failed: nothing is carried out, the next step learns it.
@@ -199,8 +207,7 @@ func (e *scriptEnv) step(persist lifecycle.Write) (lifecycle.Decision, error) {
 		e.status, e.savedAt = d.Status, e.now
 	}
 	switch {
-	case d.Done():
-		e.steps = 0 // the pass ends
+	case d.Done(): // the pass ends
 	case d.Effects.Len() == 0:
 		e.outcome = &lifecycle.Outcome{} // only the status changed: step again
 	default:
@@ -270,7 +277,7 @@ func (e *scriptEnv) cmdOutcome(c *scriptCmd) (string, error) {
 			return "", err
 		}
 	}
-	lines := e.carryOut(override, ran, stopped, c.str("err", "scripted "+stopped.String()), false)
+	lines := e.carryOut(override, ran, stopped, c.str("err", "scripted "+stopped.String()))
 	o := e.outcome
 	head := fmt.Sprintf("carried out %d of %d effects", o.Ran, d.Effects.Len())
 	if o.Ran < d.Effects.Len() {
@@ -281,10 +288,9 @@ func (e *scriptEnv) cmdOutcome(c *scriptCmd) (string, error) {
 
 // carryOut carries out the pending decision's effects in order, stopping
 // at the first failure (or at effect ran, which then fails with stopped),
-// and prepares the outcome for the next step. It returns a line per effect
-// worth showing: every one when all is true, else the driver call and the
-// failure.
-func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecycle.Write, errText string, all bool) []string {
+// and prepares the outcome for the next step. It returns a line for the
+// driver call and one for the failure.
+func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecycle.Write, errText string) []string {
 	d := e.pending
 	e.pending = nil
 	out := &lifecycle.Outcome{OpID: d.OpID}
@@ -301,7 +307,7 @@ func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecy
 			if override != nil {
 				r = *override
 			} else {
-				r = driverapi.Invoke(context.Background(), e.prov, d.Call, driverapi.Class{Name: "tiny"})
+				r = driverapi.Invoke(context.Background(), e.prov, d.Call, scriptClass)
 			}
 			out.Result = r
 			out.Ran++
@@ -318,62 +324,12 @@ func (e *scriptEnv) carryOut(override *driverapi.Result, ran int, stopped lifecy
 			break
 		}
 		out.Ran++
-		if all {
-			lines = append(lines, "  "+eff.String())
-		}
 	}
 	e.outcome = out
 	if d.Call.Method == driverapi.MethodCreate && out.Ran == d.Effects.Len() && out.Result.NodeName != "" {
 		e.created = out.Result.NodeName
 	}
 	return lines
-}
-
-// cmdPass runs a whole reconcile pass as the caller's obligations say: the
-// options' Shell's, or the harness's own loop, which continues the pass in
-// progress if an outcome is pending.
-func (e *scriptEnv) cmdPass() (string, error) {
-	if e.pending != nil {
-		return "", errors.New("the previous decision's effects are pending: run outcome or crash first")
-	}
-	if e.opts.Shell != nil {
-		return e.shellPass()
-	}
-	var b strings.Builder
-	before := e.status.LastOp
-	var d lifecycle.Decision
-	for {
-		n := e.steps + 1
-		var err error
-		if d, err = e.step(lifecycle.WriteOK); err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "%d %s: phase=%s stage=%s", n, d.Rule, d.Status.Phase.Label(), d.Status.Stage)
-		if d.Changed {
-			b.WriteString(", saved")
-		}
-		if d.Anomalies != 0 {
-			b.WriteString(", anomalies: " + d.Anomalies.String())
-		}
-		b.WriteString("\n")
-		if d.Done() {
-			break
-		}
-		if n == lifecycle.MaxStepsPerPass {
-			// No step is left to feed the outcome back: carry out nothing;
-			// the saved status is acted on in the next pass.
-			e.pending, e.outcome, e.steps = nil, nil, 0
-			b.WriteString("  (MaxStepsPerPass reached: effects left to the next pass)\n")
-			break
-		}
-		if e.pending != nil {
-			for _, l := range e.carryOut(nil, -1, lifecycle.WriteOK, "", true) {
-				b.WriteString("  " + l + "\n")
-			}
-		}
-	}
-	e.passEnd(&b, &d, before)
-	return b.String(), nil
 }
 
 // passEnd writes the end of a pass's output: the requeue and wait of its
@@ -400,6 +356,6 @@ func (e *scriptEnv) cmdCrash() string {
 	case e.outcome != nil:
 		out += ": the last decision's outcome is lost"
 	}
-	e.pending, e.outcome, e.created, e.steps = nil, nil, "", 0
+	e.pending, e.outcome, e.created = nil, nil, ""
 	return out + fmt.Sprintf("\npersisted status: phase=%s stage=%s", e.status.Phase.Label(), e.status.Stage)
 }

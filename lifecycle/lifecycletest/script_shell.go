@@ -11,58 +11,32 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
-// Shell is a caller's reconcile loop around lifecycle.Step: what a
-// [Script]'s pass command runs when ScriptOptions.Shell is set, so that
-// the scripts of package lifecycle, or a user's own, exercise the user's
-// shell against the script's world.
-type Shell interface {
-	// Pass runs one reconcile pass of the script's machine at now, as the
-	// caller's obligations of package lifecycle say: it reads the machine
-	// with w.Observe, reports every decision to w.Decided before carrying
-	// it out, saves a changed status with w.SaveStatus before anything
-	// else, carries out the effects in order with w.Apply and the driver
-	// call with w.Driver, stops at the first failed write, feeds the
-	// outcome back, and returns the requeue of its last decision.
-	Pass(ctx context.Context, w ShellWorld, now time.Time) (requeue time.Duration)
-}
+// scriptClass is the machine class of a script's driver calls.
+var scriptClass = driverapi.Class{Name: "tiny"}
 
-// ShellWorld is a script's world as a [Shell] sees it during a pass. Its
-// Observe, SaveStatus, Apply and NodeNamed have the shapes of the world
-// interface of examples/shell, so a shell written against such an
-// interface runs on it unchanged. It checks the caller's obligations as
-// the shell meets them: a write or call before the changed status was
-// saved, an effect out of the decision's order, or one after a failed
-// write fails the pass command.
-type ShellWorld interface {
-	// Config returns the script's configuration.
-	Config() lifecycle.Config
-	// Observe returns the machine's input as the world is now: the object
-	// as last written, its persisted status, its node, token, observer and
-	// grant. Outcome is nil.
-	Observe(now time.Time) lifecycle.Input
-	// Decided reports a decision the shell is about to carry out.
-	Decided(d *lifecycle.Decision)
-	// SaveStatus persists the status of the machine.
-	SaveStatus(st lifecycle.Status) lifecycle.Write
-	// Apply carries out one effect that is not a driver call.
-	Apply(e lifecycle.Effect) (lifecycle.Write, error)
-	// NodeNamed returns the node of that name, or the zero Node.
-	NodeNamed(name string) lifecycle.Node
-	// Driver returns the script's provider, for the driver call.
-	Driver() driverapi.Driver
-}
-
-// shellWorld is the ShellWorld of one pass command: it carries the shell's
-// writes and calls into the script's world, checks them against the
-// decisions the shell reported, and renders the pass as the harness's own
-// loop does.
+// shellWorld is the script's world as the pass.Shell of one pass command,
+// and the pass's Observer: it carries the pass's writes and calls into
+// the script's world, checks them against the decisions the pass
+// reported and checks each decision as the harness's steps are checked,
+// and renders the pass.
+//
+// It checks the caller's obligations as the pass meets them: a write or
+// call before the changed status was saved, an effect out of the
+// decision's order, one after a failed write, or a decision made before
+// the previous one was carried out or from an input that is not the
+// world as observed (the status just saved included), fails the pass
+// command.
 type shellWorld struct {
-	e   *scriptEnv
-	out strings.Builder
-	err error // the first obligation the shell broke
+	e      *scriptEnv
+	out    strings.Builder
+	err    error // the first obligation broken or decision refused
+	broke  bool  // err is an obligation broken
+	cancel context.CancelFunc
 
+	seen    lifecycle.Input     // the last observation, deep-copied
 	d       *lifecycle.Decision // the decision being carried out
 	n       int                 // decisions reported in the pass
 	line    string              // the decision's line, until its save is known
@@ -71,35 +45,61 @@ type shellWorld struct {
 	stopped bool                // a write of it failed
 }
 
-// shellPass runs one pass of the options' Shell.
-func (e *scriptEnv) shellPass() (string, error) {
-	if e.outcome != nil {
-		return "", errors.New("a shell's pass starts from the persisted status: finish the pass in progress with step, or crash")
+// cmdPass runs a whole reconcile pass from the persisted status: pass.Run
+// over the script's world, through the options' WrapShell when set.
+func (e *scriptEnv) cmdPass() (string, error) {
+	if e.pending != nil {
+		return "", errors.New("the previous decision's effects are pending: run outcome or crash first")
 	}
-	w := &shellWorld{e: e}
+	if e.outcome != nil {
+		return "", errors.New("a pass starts from the persisted status: finish the pass in progress with step, or crash")
+	}
+	cfg, err := e.cfg.Check()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &shellWorld{e: e, cancel: cancel}
+	var sh pass.Shell = w
+	if e.opts.WrapShell != nil {
+		sh = e.opts.WrapShell(w)
+	}
 	before := e.status.LastOp
-	requeue := e.opts.Shell.Pass(context.Background(), w, e.now)
+	var s pass.Scratch
+	r := pass.Run(ctx, &cfg, sh, e.now, &s, w)
 	w.flush()
 	if w.err == nil && w.d == nil {
-		w.err = errors.New("the shell reported no decision")
+		w.fail("the pass reported no decision")
 	}
-	if w.err == nil && !w.d.Done() && w.next == 0 && w.n == lifecycle.MaxStepsPerPass {
-		w.out.WriteString("  (MaxStepsPerPass reached: effects left to the next pass)\n")
+	if w.err != nil && !w.broke {
+		return "", w.err
 	}
 	if w.err != nil {
 		return "", fmt.Errorf("the shell broke an obligation: %w\n--- its pass so far:\n%s", w.err, w.out.String())
 	}
+	if r.End == pass.EndLastStep {
+		w.out.WriteString("  (MaxStepsPerPass reached: effects left to the next pass)\n")
+	}
 	d := *w.d
-	d.Requeue = requeue
-	e.steps, e.outcome = 0, nil
+	d.Requeue = r.Requeue
 	e.passEnd(&w.out, &d, before)
 	return w.out.String(), nil
 }
 
-// fail records the first obligation the shell broke.
+// fail records the first obligation the pass broke, and ends the pass.
 func (w *shellWorld) fail(format string, a ...any) {
 	if w.err == nil {
-		w.err = fmt.Errorf(format, a...)
+		w.err, w.broke = fmt.Errorf(format, a...), true
+		w.cancel()
+	}
+}
+
+// refuse records a decision the checks refused, and ends the pass.
+func (w *shellWorld) refuse(err error) {
+	if w.err == nil {
+		w.err = err
+		w.cancel()
 	}
 }
 
@@ -117,11 +117,12 @@ func (w *shellWorld) flush() {
 	w.line = ""
 }
 
-// effect is called before the shell carries out an effect or a call: it
+// effect is called before the pass carries out an effect or a call: it
 // must be the decision's next one, after its status was saved.
 func (w *shellWorld) effect(what string, kind lifecycle.Kind) *lifecycle.Effect {
 	w.flush()
 	switch {
+	case w.err != nil:
 	case w.d == nil:
 		w.fail("%s before any decision", what)
 	case w.stopped:
@@ -139,22 +140,44 @@ func (w *shellWorld) effect(what string, kind lifecycle.Kind) *lifecycle.Effect 
 	return nil
 }
 
-func (w *shellWorld) Config() lifecycle.Config { return w.e.cfg }
-
-func (w *shellWorld) Observe(now time.Time) lifecycle.Input {
-	in := w.e.input()
+// Observe implements pass.Shell: the world as it is now, with the
+// persisted status.
+func (w *shellWorld) Observe(_ context.Context, now time.Time, in *lifecycle.Input) error {
+	if w.err != nil {
+		return w.err
+	}
+	*in = w.e.input()
 	in.Now, in.Outcome = now, nil
-	return in
+	w.seen = deepCopyInput(*in)
+	return nil
 }
 
-func (w *shellWorld) Decided(d *lifecycle.Decision) {
+// Decided implements pass.Observer: the previous decision must have been
+// carried out, and the decision is checked as the harness's steps are.
+func (w *shellWorld) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
 	w.flush()
+	if w.err != nil {
+		return
+	}
+	// After a failed save the lifecycle decides on it at once, from the
+	// status as it was: nothing of the unsaved decision is carried out.
+	failedSave := in.Outcome != nil && in.Outcome.Persist != lifecycle.WriteOK
 	switch p := w.d; {
 	case p == nil:
-	case p.Changed && !w.saved:
+	case p.Changed && !w.saved && !failedSave:
 		w.fail("decision %s reported before the status of %s was saved", d.Rule, p.Rule)
-	case w.next < p.Effects.Len() && !w.stopped:
+	case w.next < p.Effects.Len() && !w.stopped && !failedSave:
 		w.fail("decision %s reported before the effects of %s were carried out", d.Rule, p.Rule)
+	}
+	got := deepCopyInput(*in)
+	got.Outcome = nil
+	if w.err == nil && !reflect.DeepEqual(got, w.seen) {
+		w.fail("decision %s was made from an input that is not the world as observed", d.Rule)
+	}
+	if w.err == nil {
+		if err := w.e.check(in, d); err != nil {
+			w.refuse(err)
+		}
 	}
 	c := *d
 	w.d, w.saved, w.next, w.stopped = &c, false, 0, false
@@ -165,180 +188,83 @@ func (w *shellWorld) Decided(d *lifecycle.Decision) {
 	}
 }
 
-func (w *shellWorld) SaveStatus(st lifecycle.Status) lifecycle.Write {
+// Save implements pass.Shell: the status persists, as the decision being
+// carried out changed it.
+func (w *shellWorld) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
 	switch {
+	case w.err != nil:
+		return lifecycle.WriteFailed
 	case w.d == nil:
 		w.fail("a status saved before any decision")
 	case !w.d.Changed:
 		w.fail("a status saved for decision %s, which changed none", w.d.Rule)
 	case w.saved || w.next > 0:
 		w.fail("the status of decision %s saved twice, or after its effects", w.d.Rule)
-	case !reflect.DeepEqual(st, w.d.Status):
+	case !reflect.DeepEqual(*st, w.d.Status):
 		w.fail("a status saved that is not decision %s's", w.d.Rule)
 	default:
 		w.saved = true
-		w.e.status, w.e.savedAt = st, w.e.now
+		w.e.status, w.e.savedAt = cloneStatus(st), w.e.now
+		return lifecycle.WriteOK
 	}
-	return lifecycle.WriteOK
+	return lifecycle.WriteFailed
 }
 
-func (w *shellWorld) Apply(eff lifecycle.Effect) (lifecycle.Write, error) {
+// Apply implements pass.Shell: the decision's next effect, carried out in
+// the script's world.
+func (w *shellWorld) Apply(_ context.Context, eff *lifecycle.Effect) (lifecycle.Write, string) {
 	if want := w.effect("effect "+eff.String(), eff.Kind); want == nil {
-		return lifecycle.WriteFailed, w.err
-	} else if *want != eff {
+		return lifecycle.WriteFailed, "refused"
+	} else if *want != *eff {
 		w.fail("effect %s where decision %s asks %s", eff, w.d.Rule, want)
-		return lifecycle.WriteFailed, w.err
+		return lifecycle.WriteFailed, "refused"
 	}
-	wr, err := w.e.apply(eff)
+	wr, err := w.e.apply(*eff)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
 	line := "    " + eff.String()
 	if wr != lifecycle.WriteOK && eff.Kind != lifecycle.KindEvent {
 		w.stopped = true
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		}
 		line += " => " + wr.String() + ": " + msg
 	}
 	w.out.WriteString(line + "\n")
-	return wr, err
+	return wr, msg
 }
 
-func (w *shellWorld) NodeNamed(name string) lifecycle.Node {
+// Invoke implements pass.Shell: the decision's driver call, against the
+// script's provider.
+func (w *shellWorld) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	if w.effect("a call of "+c.Method.String(), lifecycle.KindCallDriver) == nil {
+		*res = driverapi.ResultOf(c.Method, errors.New("refused"))
+		return
+	}
+	if !reflect.DeepEqual(*c, w.d.Call) {
+		w.fail("a call %s where decision %s asks %s", lifecycle.CallString(*c), w.d.Rule, lifecycle.CallString(w.d.Call))
+		*res = driverapi.ResultOf(c.Method, errors.New("refused"))
+		return
+	}
+	w.e.note = ""
+	*res = driverapi.Invoke(ctx, w.e.prov, *c, scriptClass)
+	w.out.WriteString("    call " + lifecycle.CallString(*c) + " => " + scriptResult(*res, w.e.note) + "\n")
+}
+
+// Node implements pass.Shell: the node of that name, or the zero Node.
+func (w *shellWorld) Node(_ context.Context, name string) lifecycle.Node {
 	if n := w.e.nodeNamed(name); n != nil {
 		return n.view()
 	}
 	return lifecycle.Node{}
 }
 
-func (w *shellWorld) Driver() driverapi.Driver { return shellDriver{w} }
-
-// call carries out the driver call of the decision the shell carries out,
-// whose method m the shell called, through the provider's Driver method
-// do, and renders it with the Result driverapi.Invoke makes of its answer.
-func (w *shellWorld) call(m driverapi.Method, do func() (any, error)) (any, error) {
-	if w.effect("a call of "+m.String(), lifecycle.KindCallDriver) == nil {
-		return nil, w.err
-	}
-	if m != w.d.Call.Method {
-		w.fail("a call of %s where decision %s asks %s", m, w.d.Rule, w.d.Call.Method)
-		return nil, w.err
-	}
-	w.e.note = ""
-	resp, err := do()
-	r := driverapi.Invoke(context.Background(), replayDriver{resp, err}, w.d.Call, driverapi.Class{})
-	w.out.WriteString("    call " + lifecycle.CallString(w.d.Call) + " => " + scriptResult(r, w.e.note) + "\n")
-	return resp, err
-}
-
-// ref checks that a call is about the machine the decision's call names.
-func (w *shellWorld) ref(m driverapi.MachineRef) {
-	if w.d != nil && m != w.d.Call.Machine {
-		w.fail("a call about %+v where decision %s asks about %+v", m, w.d.Rule, w.d.Call.Machine)
-	}
-}
-
-// shellDriver is the provider as a Shell calls it: every call must be the
-// driver call of the decision being carried out.
-type shellDriver struct{ w *shellWorld }
-
-// answer returns a call's answer as the Driver method returns it.
-func answer[R any](resp any, err error) (*R, error) {
-	r, _ := resp.(*R)
-	return r, err
-}
-
-func (s shellDriver) CreateMachine(ctx context.Context, req *driverapi.CreateMachineRequest) (*driverapi.CreateMachineResponse, error) {
-	s.w.ref(req.Machine)
-	return answer[driverapi.CreateMachineResponse](s.w.call(driverapi.MethodCreate, func() (any, error) {
-		return s.w.e.prov.CreateMachine(ctx, req)
-	}))
-}
-
-func (s shellDriver) InitializeMachine(ctx context.Context, req *driverapi.InitializeMachineRequest) (*driverapi.InitializeMachineResponse, error) {
-	s.w.ref(req.Machine)
-	return answer[driverapi.InitializeMachineResponse](s.w.call(driverapi.MethodInitialize, func() (any, error) {
-		return s.w.e.prov.InitializeMachine(ctx, req)
-	}))
-}
-
-func (s shellDriver) GetMachineStatus(ctx context.Context, req *driverapi.GetMachineStatusRequest) (*driverapi.GetMachineStatusResponse, error) {
-	s.w.ref(req.Machine)
-	return answer[driverapi.GetMachineStatusResponse](s.w.call(driverapi.MethodGetStatus, func() (any, error) {
-		return s.w.e.prov.GetMachineStatus(ctx, req)
-	}))
-}
-
-func (s shellDriver) DeleteMachine(ctx context.Context, req *driverapi.DeleteMachineRequest) (*driverapi.DeleteMachineResponse, error) {
-	s.w.ref(req.Machine)
-	return answer[driverapi.DeleteMachineResponse](s.w.call(driverapi.MethodDelete, func() (any, error) {
-		return s.w.e.prov.DeleteMachine(ctx, req)
-	}))
-}
-
-func (s shellDriver) ListMachines(ctx context.Context, req *driverapi.ListMachinesRequest) (*driverapi.ListMachinesResponse, error) {
-	return answer[driverapi.ListMachinesResponse](s.w.call(driverapi.MethodList, func() (any, error) {
-		return s.w.e.prov.ListMachines(ctx, req)
-	}))
-}
-
-func (s shellDriver) GetVolumeIDs(ctx context.Context, req *driverapi.GetVolumeIDsRequest) (*driverapi.GetVolumeIDsResponse, error) {
-	return answer[driverapi.GetVolumeIDsResponse](s.w.call(driverapi.MethodGetVolumeIDs, func() (any, error) {
-		return s.w.e.prov.GetVolumeIDs(ctx, req)
-	}))
-}
-
-func (s shellDriver) UpdateMachine(ctx context.Context, req *driverapi.UpdateMachineRequest) (*driverapi.UpdateMachineResponse, error) {
-	s.w.ref(req.Machine)
-	return answer[driverapi.UpdateMachineResponse](s.w.call(driverapi.MethodUpdate, func() (any, error) {
-		return s.w.e.prov.UpdateMachine(ctx, req)
-	}))
-}
-
-func (s shellDriver) UpdateMetadata(ctx context.Context, req *driverapi.UpdateMetadataRequest) (*driverapi.UpdateMetadataResponse, error) {
-	s.w.ref(req.Machine)
-	return answer[driverapi.UpdateMetadataResponse](s.w.call(driverapi.MethodUpdateMetadata, func() (any, error) {
-		return s.w.e.prov.UpdateMetadata(ctx, req)
-	}))
-}
-
-// replayDriver answers any call with the answer it holds, so that
-// driverapi.Invoke makes of a shell's call the Result it would have made
-// calling the provider itself.
-type replayDriver struct {
-	resp any
-	err  error
-}
-
-func (r replayDriver) CreateMachine(context.Context, *driverapi.CreateMachineRequest) (*driverapi.CreateMachineResponse, error) {
-	return answer[driverapi.CreateMachineResponse](r.resp, r.err)
-}
-
-func (r replayDriver) InitializeMachine(context.Context, *driverapi.InitializeMachineRequest) (*driverapi.InitializeMachineResponse, error) {
-	return answer[driverapi.InitializeMachineResponse](r.resp, r.err)
-}
-
-func (r replayDriver) GetMachineStatus(context.Context, *driverapi.GetMachineStatusRequest) (*driverapi.GetMachineStatusResponse, error) {
-	return answer[driverapi.GetMachineStatusResponse](r.resp, r.err)
-}
-
-func (r replayDriver) DeleteMachine(context.Context, *driverapi.DeleteMachineRequest) (*driverapi.DeleteMachineResponse, error) {
-	return answer[driverapi.DeleteMachineResponse](r.resp, r.err)
-}
-
-func (r replayDriver) ListMachines(context.Context, *driverapi.ListMachinesRequest) (*driverapi.ListMachinesResponse, error) {
-	return answer[driverapi.ListMachinesResponse](r.resp, r.err)
-}
-
-func (r replayDriver) GetVolumeIDs(context.Context, *driverapi.GetVolumeIDsRequest) (*driverapi.GetVolumeIDsResponse, error) {
-	return answer[driverapi.GetVolumeIDsResponse](r.resp, r.err)
-}
-
-func (r replayDriver) UpdateMachine(context.Context, *driverapi.UpdateMachineRequest) (*driverapi.UpdateMachineResponse, error) {
-	return answer[driverapi.UpdateMachineResponse](r.resp, r.err)
-}
-
-func (r replayDriver) UpdateMetadata(context.Context, *driverapi.UpdateMetadataRequest) (*driverapi.UpdateMetadataResponse, error) {
-	return answer[driverapi.UpdateMetadataResponse](r.resp, r.err)
+// cloneStatus copies a status with the slices it holds, as a status
+// written to and read back from an API server is its own.
+func cloneStatus(st *lifecycle.Status) lifecycle.Status {
+	c := *st
+	c.Conditions = slices.Clone(st.Conditions)
+	c.Addresses = slices.Clone(st.Addresses)
+	return c
 }
 
 // deepCopyInput copies an Input with the slices and outcome it points to,

@@ -13,51 +13,70 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
-// loop is a shell that keeps the caller's obligations, written as a user
-// would against ShellWorld; its faults break one obligation each.
-type loop struct {
-	skipSave   bool // carry out the effects without saving the status
+// scriptLayer stands between pass.Run and a script's world, as a shell's
+// own layer would (a cache, a client's retries), passing every call on;
+// its faults break one obligation each, and it counts what it passed on.
+type scriptLayer struct {
+	pass.Shell
+	skipSave   bool // report a save that never reaches the world
 	skipEffect bool // leave out the first effect of every decision
-	silent     bool // report no decision
+	skipCall   bool // answer driver calls without asking the provider
+	early      bool // write the finalizer on its own, before any decision
+	lag        bool // show the object without the finalizer written (a cache lagging the pass's own writes)
+	calls      int
+	fresh      bool // no effect passed on since the last Observe or Save
 }
 
-func (l loop) Pass(ctx context.Context, w lifecycletest.ShellWorld, now time.Time) time.Duration {
-	cfg := w.Config()
-	in := w.Observe(now)
-	var d lifecycle.Decision
-	for range lifecycle.MaxStepsPerPass {
-		d = lifecycle.Step(cfg, in)
-		if !l.silent {
-			w.Decided(&d)
-		}
-		if d.Changed && !l.skipSave {
-			w.SaveStatus(d.Status)
-		}
-		if d.Done() {
-			break
-		}
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		for k, e := range d.Effects.Slice() {
-			if k == 0 && l.skipEffect {
-				continue
-			}
-			if e.Kind == lifecycle.KindCallDriver {
-				out.Result = driverapi.Invoke(ctx, w.Driver(), d.Call, driverapi.Class{})
-			} else if wr, err := w.Apply(e); wr != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
-				out.Stopped, out.Error = wr, err.Error()
-				break
-			}
-			out.Ran++
-		}
-		in = w.Observe(now)
-		in.Status, in.Outcome = d.Status, out
-		if d.Call.Method == driverapi.MethodCreate && out.Ran == d.Effects.Len() && out.Result.NodeName != "" {
-			out.CreatedNode = w.NodeNamed(out.Result.NodeName)
-		}
+// wrap puts the layer over the script's world.
+func (l *scriptLayer) wrap(world pass.Shell) pass.Shell {
+	l.Shell = world
+	return l
+}
+
+func (l *scriptLayer) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) error {
+	if l.early {
+		l.early = false
+		l.Shell.Apply(ctx, &lifecycle.Effect{Kind: lifecycle.KindEnsureFinalizer, Value: "machine.sapcloud.io/machine-controller-manager"})
 	}
-	return d.Requeue
+	l.calls++
+	l.fresh = true
+	err := l.Shell.Observe(ctx, now, in)
+	if l.lag {
+		in.Object.Finalizer = false
+	}
+	return err
+}
+
+func (l *scriptLayer) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
+	l.calls++
+	l.fresh = true
+	if l.skipSave {
+		return lifecycle.WriteOK
+	}
+	return l.Shell.Save(ctx, st)
+}
+
+func (l *scriptLayer) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	l.calls++
+	first := l.fresh
+	l.fresh = false
+	if l.skipEffect && first {
+		return lifecycle.WriteOK, ""
+	}
+	return l.Shell.Apply(ctx, e)
+}
+
+func (l *scriptLayer) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	l.calls++
+	l.fresh = false
+	if l.skipCall {
+		*res = driverapi.Result{Method: c.Method}
+		return
+	}
+	l.Shell.Invoke(ctx, c, res)
 }
 
 // A machine from nothing to Running after its first CreateMachine failed,
@@ -139,16 +158,19 @@ provider: 1 instance(s), 1 created by CreateMachine
   tiny:///vm-1 machine=m-1 owner=u-1 key=u-1/0 node=ip-10-0-0-1 initialized
 `
 
-// The harness's own loop and a user's shell tell the story alike.
-func TestScriptRunsWithTheHarnessAndAShell(t *testing.T) {
+// The pass tells the story alike with and without a layer that passes
+// every call on.
+func TestScriptRunsWithAndWithoutALayer(t *testing.T) {
 	s, err := lifecycletest.ParseScript("story", story)
 	require.NoError(t, err)
-	for _, opts := range []lifecycletest.ScriptOptions{{}, {Shell: loop{}}} {
+	layer := &scriptLayer{}
+	for _, opts := range []lifecycletest.ScriptOptions{{}, {WrapShell: layer.wrap}} {
 		run, err := s.Run(opts)
 		require.NoError(t, err)
 		require.Empty(t, run.Diffs, "%v", run.Diffs)
 		require.Equal(t, story, run.Text)
 	}
+	require.Positive(t, layer.calls, "the passes went through the layer")
 }
 
 // A changed expectation is reported with its line, and Text holds the
@@ -168,26 +190,29 @@ func TestScriptReportsDifferences(t *testing.T) {
 	require.Equal(t, story, run.Text)
 }
 
-// A shell that breaks an obligation fails the pass command, saying which.
+// A pass that breaks an obligation, here by a layer's fault, fails the
+// pass command, saying which.
 func TestScriptCatchesABrokenShell(t *testing.T) {
 	s, err := lifecycletest.ParseScript("story", story)
 	require.NoError(t, err)
 	for _, c := range []struct {
-		shell loop
+		layer scriptLayer
 		want  string
 	}{
-		{loop{skipSave: true}, "effect ensure-bootstrap-token m-1 expires 2026-11-01T10:20:00Z before the changed status was saved"},
-		{loop{skipEffect: true}, "where decision create.lookup asks ensure-finalizer"},
-		{loop{silent: true}, "before any decision"},
+		{scriptLayer{skipSave: true}, "effect ensure-bootstrap-token m-1 expires 2026-11-01T10:20:00Z before the changed status was saved"},
+		{scriptLayer{skipEffect: true}, "where decision create.lookup asks ensure-finalizer"},
+		{scriptLayer{skipCall: true}, "reported before the effects of create.lookup were carried out"},
+		{scriptLayer{early: true}, "before any decision"},
+		{scriptLayer{lag: true}, "decision create.vm-not-found was made from an input that is not the world as observed"},
 	} {
-		_, err := s.Run(lifecycletest.ScriptOptions{Shell: c.shell})
+		_, err := s.Run(lifecycletest.ScriptOptions{WrapShell: c.layer.wrap})
 		require.ErrorContains(t, err, "the shell broke an obligation")
 		require.ErrorContains(t, err, c.want)
 	}
 }
 
-// The options' Check sees every decision of the harness's steps; its
-// error fails the command.
+// The options' Check sees every decision of the passes; its error fails
+// the command.
 func TestScriptCheckFailsTheCommand(t *testing.T) {
 	s, err := lifecycletest.ParseScript("story", story)
 	require.NoError(t, err)
@@ -281,17 +306,18 @@ pass
 	// lastop: Create/Processing "Creating machine on cloud provider"
 }
 
-// Run a script's passes with your own shell: the world checks that it
-// saves a changed status first and carries out the effects in order.
-func ExampleShell() {
+// Run a script's passes through your own layer between pass.Run and the
+// world: the script's world checks that what reaches it keeps the
+// caller's obligations.
+func ExampleScriptOptions() {
 	s, err := lifecycletest.ParseScript("story", story)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	run, err := s.Run(lifecycletest.ScriptOptions{Shell: loop{}})
+	run, err := s.Run(lifecycletest.ScriptOptions{WrapShell: (&scriptLayer{}).wrap})
 	fmt.Println(len(run.Diffs), err)
-	_, err = s.Run(lifecycletest.ScriptOptions{Shell: loop{skipSave: true}})
+	_, err = s.Run(lifecycletest.ScriptOptions{WrapShell: (&scriptLayer{skipSave: true}).wrap})
 	fmt.Println(strings.SplitN(err.Error(), "\n", 2)[0])
 	// Output:
 	// 0 <nil>
