@@ -89,7 +89,9 @@ func (w *shard) nodeView(i int32) lifecycle.Node {
 // as last written, the persisted status, the node, the token, the observer
 // and the limiter's grant. At the start of a pass (fresh) a gone machine
 // reads as the zero object; within a pass the object is as the shell's own
-// last write returned it, also the write that removed its last finalizer.
+// last write returned it, also the write that removed its last finalizer,
+// and the status is left to pass.Run, which steps on from the status of
+// its last decision.
 func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	m := &w.machines[mi]
 	in.Now = tm(now + w.offset)
@@ -102,7 +104,9 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 		return
 	}
 	in.Object = m.obj
-	in.Status = m.st
+	if fresh {
+		in.Status = m.st
+	}
 	if p := m.problem; p != 0 {
 		in.Problem = lifecycle.Problem(p)
 	} else if w.classProblems > 0 {

@@ -7,10 +7,11 @@
 // # What happens
 //
 // Owners (MachineSets) create their machines over a ramp. Each machine is
-// reconciled by the caller's loop of package lifecycle (persist first,
-// effects in order, outcome fed back, requeue), written here without
-// allocating: machines live in a slice of structs, one lifecycle.Decision
-// per shard is reused with lifecycle.StepInto, and the provider (the
+// reconciled by lifecycle/pass.Run (persist first, effects in order,
+// outcome fed back, requeue) over a shell that draws the run's faults where
+// the pass meets them, without allocating: machines live in a slice of
+// structs, one pass.Scratch and one shell per shard are reused, and the
+// provider (the
 // in-memory lifecycletest.Provider, its faults drawn by the simulator)
 // answers driver calls as plain data. An event queue ordered by simulated time
 // holds each machine's next reconcile (at Decision.Requeue, or at once on a
@@ -35,8 +36,10 @@
 // observer outage during which a share of the nodes turns NotReady, node
 // names of deleted instances reused (the stale-node case), lost owner tags,
 // node reads that fail, and finalizers removed by hand. And the states real
-// controllers meet: outcomes of older decisions fed to a pass's first step
-// (a duplicate of the previous pass's last outcome, or a late one), the
+// controllers meet: outcomes of older decisions fed to a step (a
+// duplicate of the previous pass's last outcome, or a late one; the step
+// is one of its own before the pass, checked and not carried out, as
+// pass.Run feeds a pass only its own decisions' outcomes), the
 // observer degrading in the middle of a pass, writes that reach the
 // controller's informer cache late (a pass then starts from the machine as
 // it was before the write, and the API server refuses its status saves,

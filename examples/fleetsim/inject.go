@@ -8,8 +8,10 @@ import (
 )
 
 // The faults of what the controller reads and when: writes that reach its
-// informer cache late, outcomes of older decisions fed again, the observer
-// degrading in the middle of a pass, and the force-deletion label.
+// informer cache late, outcomes of older decisions fed again (to a step of
+// their own before the pass: pass.Run feeds a pass only its own decisions'
+// outcomes), the observer degrading in the middle of a pass, and the
+// force-deletion label.
 
 // lagWrite is called before another party writes machine mi's object at
 // time now (its owner requests its deletion, changes its spec, sets the
@@ -91,8 +93,9 @@ func (w *shard) staleOutcome(mi int32) {
 	w.machines[mi].bits |= mStaleOut
 }
 
-// injectOutcome makes the first step of machine mi's pass get an outcome
-// of an older decision instead of none.
+// injectOutcome gives in, the first observation of machine mi's pass, an
+// outcome of an older decision instead of none, for the pass's shell to
+// probe the lifecycle with (machineShell.probe).
 func (w *shard) injectOutcome(mi int32, in *lifecycle.Input) {
 	m := &w.machines[mi]
 	m.bits &^= mStaleOut
@@ -109,8 +112,8 @@ func (w *shard) injectOutcome(mi int32, in *lifecycle.Input) {
 		w.stats.SameSeqOutcomes++
 	}
 	if w.tracing(mi) {
-		w.note(mi, "the pass starts with the outcome of an older decision, op "+strconv.FormatUint(uint64(o.OpID), 16)+
-			" of rule "+o.OpID.Rule().String())
+		w.note(mi, "a step before the pass is given the outcome of an older decision, op "+strconv.FormatUint(uint64(o.OpID), 16)+
+			" of rule "+o.OpID.Rule().String()+" (step 0: checked, not carried out)")
 	}
 }
 

@@ -110,14 +110,16 @@ type Options struct {
 	ForceRemove float64
 	// NodeReadFail is the probability that the node cannot be read for a step.
 	NodeReadFail float64
-	// StaleOutcome is the probability that a pass starts with an outcome
-	// of an older decision of the machine where it would start with none:
-	// the last outcome the machine's previous pass fed back (a duplicate)
-	// or the first one it fed back (a late result). The lifecycle must
-	// ignore it (AnomalyStaleOutcome or AnomalyBadOutcome) whenever the
-	// status changed after that decision; an outcome of a decision after
-	// which the status did not change cannot be told apart from a current
-	// one, and is only counted.
+	// StaleOutcome is the probability that a pass is preceded by a step
+	// given an outcome of an older decision of the machine where the pass
+	// starts with none: the last outcome the machine's previous pass fed
+	// back (a duplicate) or the first one it fed back (a late result). The
+	// step's decision is counted and checked, not carried out: pass.Run,
+	// which runs the pass, feeds it only its own decisions' outcomes. The
+	// lifecycle must ignore the outcome (AnomalyStaleOutcome or
+	// AnomalyBadOutcome) whenever the status changed after that decision;
+	// an outcome of a decision after which the status did not change
+	// cannot be told apart from a current one, and is only counted.
 	StaleOutcome float64
 	// ObserverBlip is the probability that the observer (API server, cloud
 	// API) degrades in the middle of a pass, after the effects of its first

@@ -47,8 +47,8 @@ type Stats struct {
 	WriteFailures, DrainFailures, ClockJumps, NodeReadFailures int64
 	Flaps, Deaths, OutageNotReady, StaleNodes, OwnerTagsLost   int64
 	NodesGone, NoJoin                                          int64
-	// StaleOutcomes counts outcomes of older decisions fed to a pass's
-	// first step, SameSeqOutcomes those of them no status change followed
+	// StaleOutcomes counts outcomes of older decisions fed to a step
+	// before a pass, SameSeqOutcomes those of them no status change followed
 	// (which nothing can tell from a current one); ObserverBlips the
 	// observer's degradations in the middle of a pass.
 	StaleOutcomes, SameSeqOutcomes, ObserverBlips int64

@@ -9,6 +9,7 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
 // epoch is the simulated time the run starts at.
@@ -47,7 +48,7 @@ const (
 	mToken                      // its bootstrap token exists
 	mRan                        // it reached Running (or Available) once
 	mLagged                     // a write of it has not reached the cache yet (shard.lagged)
-	mStaleOut                   // its next pass starts with an outcome of an older decision (shard.staleOuts)
+	mStaleOut                   // its next pass is preceded by a step given an outcome of an older decision (shard.staleOuts)
 	// mHealthFailed: the world saw it saved Failed by the health timeout,
 	// and it has not been saved Running since; with its deletion it counts
 	// as a replacement in flight until it is gone.
@@ -165,11 +166,12 @@ type shard struct {
 	uidSeq     int
 	creates    int
 
-	// Scratch, reused so steps allocate nothing.
-	in      lifecycle.Input
-	fleetIn lifecycle.Input // what a fleet function reads of one machine
-	d       lifecycle.Decision
-	out     lifecycle.Outcome
+	// Scratch, reused so passes and steps allocate nothing: the shell of
+	// the current pass and its pass.Scratch.
+	sh      machineShell
+	scratch pass.Scratch
+	probed  lifecycle.Decision // of a step given an outcome of an older decision (machineShell.probe)
+	fleetIn lifecycle.Input    // what a fleet function reads of one machine
 	members []lifecycle.Member
 	idxs    []int32
 	grants  []lifecycle.Grant
