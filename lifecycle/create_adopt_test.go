@@ -70,10 +70,10 @@ func (c *cooperative) answer(call driverapi.Call) driverapi.Result {
 	return fail(driverapi.Internal, "unexpected call "+call.Method.String())
 }
 
-// pass runs one reconcile pass of in against the driver and returns its
+// adoptPass runs one reconcile pass of in against the driver and returns its
 // decisions, the input the next pass would start from (the saved status,
 // the object as the writes left it) and the rules decided.
-func pass(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, drv *cooperative) ([]lifecycle.Decision, lifecycle.Input) {
+func adoptPass(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, drv *cooperative) ([]lifecycle.Decision, lifecycle.Input) {
 	t.Helper()
 	var ds []lifecycle.Decision
 	playPass(t, cfg, &in, drv.answer, false, func(d lifecycle.Decision) bool {
@@ -122,7 +122,7 @@ func TestAdoptedCreationMovesOn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			drv := &cooperative{lookup: tt.lookup}
-			ds, next := pass(t, cfg, tt.in, drv)
+			ds, next := adoptPass(t, cfg, tt.in, drv)
 			last := ds[len(ds)-1]
 			require.Equal(t, phase.Pending.Label(), last.Status.Phase.Label(), "phase after one pass; rules %v", rulesOfPass(ds))
 			require.Equal(t, providerID, last.Status.ProviderID, "the recorded instance is kept")
@@ -152,7 +152,7 @@ func TestAdoptedCreationNeverTimesOutWhileTheInstanceExists(t *testing.T) {
 	in := adoptedCreating(phase.None, lastop.Operation{}, true)
 	drv := &cooperative{lookup: driverapi.OK}
 	for range 4 * 20 { // twenty minutes of passes every 15 s
-		ds, next := pass(t, cfg, in, drv)
+		ds, next := adoptPass(t, cfg, in, drv)
 		for _, d := range ds {
 			require.NotEqual(t, phase.Failed.Label(), d.Status.Phase.Label(), "failed at %v: rules %v", in.Now.Sub(t0), rulesOfPass(ds))
 		}
@@ -187,7 +187,7 @@ func TestPriorityAnnotationOnlyInCreation(t *testing.T) {
 	}
 	in := adoptedCreating(phase.None, lastop.Operation{}, true)
 	in.Object.Priority = ""
-	ds, _ := pass(t, cfg, in, &cooperative{lookup: driverapi.OK})
+	ds, _ := adoptPass(t, cfg, in, &cooperative{lookup: driverapi.OK})
 	written := false
 	for _, d := range ds {
 		written = written || hasPriority(d)
@@ -208,7 +208,7 @@ func TestAdoptedCreationPastItsTimeoutWithAHealthyNodeRuns(t *testing.T) {
 		drv := &cooperative{lookup: driverapi.OK}
 		var phases []string
 		for range 3 {
-			ds, next := pass(t, cfg, in, drv)
+			ds, next := adoptPass(t, cfg, in, drv)
 			for _, d := range ds {
 				phases = append(phases, d.Status.Phase.Label()+"/"+d.Rule.String())
 				require.NotEqual(t, phase.Failed.Label(), d.Status.Phase.Label(), "%s: %v", p.Label(), phases)
@@ -230,7 +230,7 @@ func TestNodeNameRecordedWhenTheNodeIsObserved(t *testing.T) {
 		in := withIdentity(newInput(), p)
 		in.Status.NodeName, in.Object.NodeLabel = "", ""
 		in.Node = healthyNode()
-		ds, next := pass(t, cfg, in, &cooperative{lookup: driverapi.OK})
+		ds, next := adoptPass(t, cfg, in, &cooperative{lookup: driverapi.OK})
 		last := ds[len(ds)-1]
 		require.Equal(t, nodeName, last.Status.NodeName, "%s: rules %v", p.Label(), rulesOfPass(ds))
 		require.Equal(t, nodeName, next.Object.NodeLabel, "%s: the node label is written", p.Label())
@@ -253,12 +253,12 @@ func TestAvailableWithoutInstanceLooksItUp(t *testing.T) {
 	cfg.NoTargetCluster = true
 	in := withIdentity(newInput(), phase.Available)
 	in.Status.ProviderID, in.Object.ProviderID, in.Status.NodeName, in.Object.NodeLabel = "", "", "", ""
-	ds, _ := pass(t, cfg, in, &cooperative{lookup: driverapi.OK})
+	ds, _ := adoptPass(t, cfg, in, &cooperative{lookup: driverapi.OK})
 	last := ds[len(ds)-1]
 	require.Equal(t, providerID, last.Status.ProviderID, "rules %v", rulesOfPass(ds))
 	require.Equal(t, phase.Available.Label(), last.Status.Phase.Label())
 	drv := &cooperative{lookup: driverapi.NotFound}
-	ds, _ = pass(t, cfg, in, drv)
+	ds, _ = adoptPass(t, cfg, in, drv)
 	require.Zero(t, drv.calls[driverapi.MethodCreate], "never created again: rules %v", rulesOfPass(ds))
 	require.Equal(t, phase.Available.Label(), ds[len(ds)-1].Status.Phase.Label())
 }

@@ -1,6 +1,8 @@
 package lifecycle_test
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -195,42 +198,151 @@ func thenCreated(in lifecycle.Input, d lifecycle.Decision, r driverapi.Result, c
 	return in
 }
 
-// playPass plays one reconcile pass of *in as a shell does: it steps and
-// feeds each decision's outcome to the next step, until a decision is done,
-// MaxStepsPerPass steps were made, or stop (when not nil) reports true of
-// a decision. A driver call is answered by answer; when failWrites, the
-// last write of an op without a call fails. Each decision's status and
-// object ensure-effects are carried into *in, which the pass leaves
-// without an outcome, as the next pass starts from. It returns the last
-// decision and whether stop ended the pass; the decision stop ended it at
-// is not carried into *in.
+// playPass plays one reconcile pass of *in with pass.Run (inputPass),
+// until a decision is done, MaxStepsPerPass steps were made, or stop (when
+// not nil) reports true of a decision. A driver call is answered by
+// answer; when failWrites, the last write of an op without a call fails.
+// Every decision is checked as step checks it, and made from the world as
+// observed. It returns the pass's requeue and whether stop ended the pass;
+// the decision stop ended it at is not carried into *in.
 func playPass(t *testing.T, cfg lifecycle.Config, in *lifecycle.Input, answer func(driverapi.Call) driverapi.Result,
-	failWrites bool, stop func(lifecycle.Decision) bool) (lifecycle.Decision, bool) {
+	failWrites bool, stop func(lifecycle.Decision) bool) (time.Duration, bool) {
 	t.Helper()
-	in.Outcome = nil
-	var d lifecycle.Decision
-	for range lifecycle.MaxStepsPerPass {
-		d = step(t, cfg, *in)
-		if stop != nil && stop(d) {
-			return d, true
-		}
-		in.Status = d.Status
-		if d.Done() {
-			break
-		}
-		out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-		if d.HasCall() {
-			out.Result = answer(d.Call)
-			out.Result.Method = d.Call.Method
-		} else if failWrites && d.Effects.Len() > 0 {
-			out.Ran, out.Stopped, out.Error = d.Effects.Len()-1, lifecycle.WriteFailed, "pod disruption budget"
-		}
-		applyObjectEffects(&in.Object, d)
-		in.Outcome = out
+	p := inputPass{answer: answer, failWrites: failWrites}
+	p.decided = func(seen *lifecycle.Input, d *lifecycle.Decision) bool {
+		t.Helper()
+		world := deepCopy(*in)
+		world.Outcome = seen.Outcome
+		require.True(t, reflect.DeepEqual(world, *seen), "a step decided from an input that is not the world's")
+		require.Equal(t, *d, step(t, cfg, deepCopy(*seen)), "StepInto and Step decide differently")
+		return stop != nil && stop(*d)
 	}
-	in.Outcome = nil
-	return d, false
+	r, stopped := p.run(t, cfg, in)
+	return r.Requeue, stopped
 }
+
+// inputPass is a reconcile pass, run with pass.Run, over a world that is
+// one Input: a save persists its status, and the object ensure-effects
+// write its object (lifecycletest.ApplyToObject); other effects touch
+// nothing, and the node and the rest of the input stay as they are. The
+// pass leaves the input without an outcome, as the next pass starts from.
+type inputPass struct {
+	// answer answers the driver calls; the result's Method is the call's.
+	answer func(driverapi.Call) driverapi.Result
+	// decided, when set, sees every decision with the input it was made
+	// from, before any of it is carried out; returning true ends the pass
+	// there, and nothing more of it reaches the input.
+	decided func(in *lifecycle.Input, d *lifecycle.Decision) (stop bool)
+	// failWrites makes the last write of an op without a driver call fail.
+	failWrites bool
+	// crash, when set, is asked after every effect carried out, with the
+	// decision and how many of its effects were; true: the controller dies
+	// there, and nothing more reaches the input.
+	crash func(d *lifecycle.Decision, ran int) bool
+}
+
+// fataler is what a pass reports a broken setup to: a *testing.T or a
+// *rapid.T.
+type fataler interface {
+	Fatalf(format string, args ...any)
+}
+
+// run runs one pass of in at in.Now and says whether decided ended it.
+func (p inputPass) run(t fataler, cfg lifecycle.Config, in *lifecycle.Input) (pass.Report, bool) {
+	checked, err := cfg.Check()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.Outcome = nil
+	sh := &inputShell{inputPass: p, in: in, cancel: cancel}
+	var s pass.Scratch
+	r := pass.Run(ctx, &checked, sh, in.Now, &s, sh)
+	in.Outcome = nil
+	return r, sh.stopped
+}
+
+// inputShell is an inputPass's world as a pass.Shell, and the pass's
+// Observer.
+type inputShell struct {
+	inputPass
+	in     *lifecycle.Input
+	cancel context.CancelFunc
+
+	d       *lifecycle.Decision // the decision being carried out
+	ran     int                 // its effects carried out
+	stopped bool                // decided ended the pass, or it crashed: nothing more reaches in
+}
+
+// errStopped ends a pass that was stopped or crashed.
+var errStopped = errors.New("the pass was stopped")
+
+func (s *inputShell) Observe(_ context.Context, _ time.Time, in *lifecycle.Input) error {
+	if s.stopped {
+		return errStopped
+	}
+	*in = *s.in
+	in.Outcome = nil
+	return nil
+}
+
+func (s *inputShell) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
+	if s.stopped {
+		return
+	}
+	s.d, s.ran = d, 0
+	if s.decided != nil && s.decided(in, d) {
+		s.end()
+	}
+}
+
+// end ends the pass: nothing more reaches the input.
+func (s *inputShell) end() {
+	s.stopped = true
+	s.cancel()
+}
+
+func (s *inputShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	if s.stopped {
+		return lifecycle.WriteFailed
+	}
+	s.in.Status = *st
+	return lifecycle.WriteOK
+}
+
+func (s *inputShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	if s.stopped {
+		return lifecycle.WriteFailed, errStopped.Error()
+	}
+	s.ran++
+	if s.failWrites && !s.d.HasCall() && s.ran == s.d.Effects.Len() {
+		return lifecycle.WriteFailed, "pod disruption budget"
+	}
+	lifecycletest.ApplyToObject(&s.in.Object, e)
+	s.carriedOut()
+	return lifecycle.WriteOK, ""
+}
+
+func (s *inputShell) Invoke(_ context.Context, c *driverapi.Call, res *driverapi.Result) {
+	if s.stopped {
+		*res = driverapi.ResultOf(c.Method, errStopped)
+		return
+	}
+	*res = s.answer(*c)
+	res.Method = c.Method
+	s.ran++
+	s.carriedOut()
+}
+
+// carriedOut follows an effect carried out: the controller may die there.
+func (s *inputShell) carriedOut() {
+	if s.crash != nil && s.crash(s.d, s.ran) {
+		s.end()
+	}
+}
+
+func (s *inputShell) Node(context.Context, string) lifecycle.Node { return lifecycle.Node{} }
 
 // applyObjectEffects plays the object ensure-effects onto the object, as
 // the shell's own write would return it.

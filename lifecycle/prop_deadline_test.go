@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/phase"
@@ -118,7 +119,7 @@ func TestPropertyClockJumpsDelayDeadlinesBoundedly(t *testing.T) {
 		trueNow := in.Now
 		unhealthyAt := trueNow.Add(lifecycletest.Durations().Draw(t, "healthy for"))
 		var jumped time.Duration // the time passes of a jumped clock governed
-		for pass := 0; pass < 1000; pass++ {
+		for range 1000 {
 			if !trueNow.Before(unhealthyAt) {
 				in.Node = notReadyNode()
 			}
@@ -126,29 +127,16 @@ func TestPropertyClockJumpsDelayDeadlinesBoundedly(t *testing.T) {
 			if rapid.IntRange(0, 3).Draw(t, "jump") == 0 {
 				off = time.Duration(rapid.Int64Range(-int64(6*time.Hour), int64(6*time.Hour)).Draw(t, "offset"))
 			}
-			in.Now, in.Outcome = trueNow.Add(off), nil
-			var d lifecycle.Decision
-			for range lifecycle.MaxStepsPerPass {
-				d = lifecycle.Step(cfg, in)
-				in.Status = d.Status
-				if d.Done() {
-					break
-				}
-				out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-				if d.HasCall() {
-					out.Result = ok(providerID, nodeName)
-					out.Result.Method = d.Call.Method
-				}
-				in.Outcome = out
-			}
-			if d.Status.Phase == phase.Failed {
+			in.Now = trueNow.Add(off)
+			r, _ := inputPass{answer: func(driverapi.Call) driverapi.Result { return ok(providerID, nodeName) }}.run(t, cfg, &in)
+			if in.Status.Phase == phase.Failed {
 				if limit := unhealthyAt.Add(cfg.HealthTimeout + jumped); trueNow.After(limit) {
 					t.Fatalf("Failed at %v, after the health timeout at %v plus %v of jumped passes",
 						trueNow.Sub(t0), unhealthyAt.Add(cfg.HealthTimeout).Sub(t0), jumped)
 				}
 				return
 			}
-			next := trueNow.Add(d.Requeue)
+			next := trueNow.Add(r.Requeue)
 			if trueNow.Before(unhealthyAt) && next.After(unhealthyAt) {
 				next = unhealthyAt
 			}

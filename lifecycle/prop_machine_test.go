@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -76,53 +78,92 @@ func (w *machineWorld) input() lifecycle.Input {
 	return in
 }
 
-// pass runs one reconcile pass and checks every decision's promises.
+// pass runs one reconcile pass with pass.Run over the world (worldShell)
+// and checks every decision's promises.
 func (w *machineWorld) pass() {
-	in := w.input()
-	for range lifecycle.MaxStepsPerPass {
-		d := lifecycle.Step(w.cfg, in)
-		w.steps++
-		if err := lifecycletest.Check(&w.cfg, &in, &d); err != nil {
-			w.t.Fatalf("%v\n%s", err, d.String())
-		}
-		if d.Rule == lifecycle.RuleDeleteDone || d.Rule == lifecycle.RuleNoMachine {
-			return
-		}
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		if d.Changed {
-			if w.faults && rapid.IntRange(0, 19).Draw(w.t, "lost status write") == 0 {
-				out.Persist = lifecycle.WriteConflict
-				in = w.input()
-				in.Outcome = out
-				d = lifecycle.Step(w.cfg, in)
-				if err := lifecycletest.Check(&w.cfg, &in, &d); err != nil {
-					w.t.Fatalf("%v\n%s", err, d.String())
-				}
-				return
-			}
-			w.saved = d.Status
-		}
-		if d.Done() {
-			return
-		}
-		for _, e := range d.Effects.Slice() {
-			if e.Kind == lifecycle.KindCallDriver {
-				out.Result = driverapi.Invoke(context.Background(), w.prov, d.Call, driverapi.Class{})
-			} else if wr := w.apply(e); wr != lifecycle.WriteOK {
-				out.Stopped, out.Error = wr, "injected"
-				break
-			}
-			out.Ran++
-			if w.faults && rapid.IntRange(0, 14).Draw(w.t, "crash") == 0 {
-				return // the controller died after this effect
-			}
-		}
-		in = w.input()
-		in.Status, in.Outcome = d.Status, out
-		if d.Call.Method == driverapi.MethodCreate && w.node.Name == out.Result.NodeName && out.Result.NodeName != "" {
-			out.CreatedNode = in.Node
-		}
+	checked, err := w.cfg.Check()
+	if err != nil {
+		w.t.Fatalf("%v", err)
 	}
+	sh := &worldShell{w: w}
+	var s pass.Scratch
+	pass.Run(context.Background(), &checked, sh, w.now, &s, sh)
+}
+
+// worldShell is a machineWorld as a pass.Shell, and the pass's Observer,
+// which checks every decision with lifecycletest.Check. With the faults on,
+// a status write is lost (a conflict) one time in twenty, and the
+// controller dies after an effect one time in fifteen: then nothing more
+// reaches the world.
+type worldShell struct {
+	w       *machineWorld
+	crashed bool
+}
+
+// errCrashed ends a pass whose controller died.
+var errCrashed = errors.New("the controller died")
+
+func (s *worldShell) Observe(_ context.Context, _ time.Time, in *lifecycle.Input) error {
+	if s.crashed {
+		return errCrashed
+	}
+	*in = s.w.input()
+	return nil
+}
+
+func (s *worldShell) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
+	w := s.w
+	w.steps++
+	if err := lifecycletest.Check(&w.cfg, in, d); err != nil {
+		w.t.Fatalf("%v\n%s", err, d.String())
+	}
+}
+
+func (s *worldShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	w := s.w
+	if s.crashed {
+		return lifecycle.WriteFailed
+	}
+	if w.faults && rapid.IntRange(0, 19).Draw(w.t, "lost status write") == 0 {
+		return lifecycle.WriteConflict
+	}
+	w.saved = *st
+	return lifecycle.WriteOK
+}
+
+func (s *worldShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	if s.crashed {
+		return lifecycle.WriteFailed, errCrashed.Error()
+	}
+	if wr := s.w.apply(*e); wr != lifecycle.WriteOK {
+		return wr, "injected"
+	}
+	s.carriedOut()
+	return lifecycle.WriteOK, ""
+}
+
+func (s *worldShell) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	if s.crashed {
+		*res = driverapi.ResultOf(c.Method, errCrashed)
+		return
+	}
+	*res = driverapi.Invoke(ctx, s.w.prov, *c, driverapi.Class{})
+	s.carriedOut()
+}
+
+// carriedOut follows an effect carried out: the controller may die there.
+func (s *worldShell) carriedOut() {
+	if s.w.faults && rapid.IntRange(0, 14).Draw(s.w.t, "crash") == 0 {
+		s.crashed = true
+	}
+}
+
+// Node returns the machine's node when it has that name.
+func (s *worldShell) Node(_ context.Context, name string) lifecycle.Node {
+	if in := s.w.input(); !s.crashed && in.Node.Found() && in.Node.Name == name {
+		return in.Node
+	}
+	return lifecycle.Node{}
 }
 
 // apply carries out one effect that is not a driver call.

@@ -36,27 +36,23 @@ func TestPropertyHealthyRunningMachineIsQuiet(t *testing.T) {
 				node.Conditions[i].Message = rapid.SampledFrom([]string{"", "kubelet is posting ready status",
 					"kubelet is posting ready status. AppArmor enabled"}).Draw(t, "message")
 			}
-			in.Node, in.Outcome = node, nil
-			var d lifecycle.Decision
-			for range lifecycle.MaxStepsPerPass {
-				d = lifecycle.Step(cfg, in)
-				if d.Changed {
-					t.Fatalf("status written at +%v (rule %s)\n%s", in.Now.Sub(start), d.Rule, d.String())
-				}
-				if d.Done() {
-					break
-				}
-				out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-				if d.HasCall() {
-					if d.Call.Method == driverapi.MethodGetStatus {
+			in.Node = node
+			r, _ := inputPass{
+				answer: func(c driverapi.Call) driverapi.Result {
+					if c.Method == driverapi.MethodGetStatus {
 						lookups++
 					}
-					out.Result = driverapi.Result{Method: d.Call.Method, ProviderID: providerID, NodeName: nodeName,
-						OwnerUID: in.Object.UID, Metadata: map[string]string{"team": "a", "provider-tag": "x"}}
-				}
-				in.Outcome = out
-			}
-			in.Now = in.Now.Add(d.Requeue)
+					return driverapi.Result{ProviderID: providerID, NodeName: nodeName, OwnerUID: in.Object.UID,
+						Metadata: map[string]string{"team": "a", "provider-tag": "x"}}
+				},
+				decided: func(seen *lifecycle.Input, d *lifecycle.Decision) bool {
+					if d.Changed {
+						t.Fatalf("status written at +%v (rule %s)\n%s", seen.Now.Sub(start), d.Rule, d.String())
+					}
+					return false
+				},
+			}.run(t, cfg, &in)
+			in.Now = in.Now.Add(r.Requeue)
 		}
 		if most := int(24*time.Hour/retry.Long) + 1; lookups > most {
 			t.Fatalf("%d lookups in 24 hours, more than one per Long period (%d)", lookups, most)

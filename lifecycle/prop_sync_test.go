@@ -31,32 +31,15 @@ type metadataWorld struct {
 	drops, crashes bool
 }
 
-// pass runs one reconcile pass as the shell's obligations say, with
-// dropped metadata changes and crashes drawn from t.
+// pass runs one reconcile pass with pass.Run (inputPass), with dropped
+// metadata changes and crashes after any effect drawn from t.
 func (w *metadataWorld) pass() {
-	in := w.in
-	in.Outcome = nil
-	for steps := 0; steps < lifecycle.MaxStepsPerPass; steps++ {
-		d := lifecycle.Step(w.cfg, in)
-		if d.Changed {
-			w.in.Status = d.Status // persisted
-		}
-		if d.Done() {
-			return
-		}
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		for _, e := range d.Effects.Slice() {
-			if e.Kind == lifecycle.KindCallDriver {
-				out.Result = w.call(d.Call)
-			}
-			out.Ran++
-			if w.crashes && rapid.IntRange(0, 3).Draw(w.t, "crash") == 0 {
-				return // the controller died; the next pass starts from the saved status
-			}
-		}
-		in = w.in
-		in.Status, in.Outcome = d.Status, out
+	p := inputPass{answer: w.call}
+	if w.crashes {
+		// The controller dies; the next pass starts from the saved status.
+		p.crash = func(*lifecycle.Decision, int) bool { return rapid.IntRange(0, 3).Draw(w.t, "crash") == 0 }
 	}
+	p.run(w.t, w.cfg, &w.in)
 }
 
 func (w *metadataWorld) call(c driverapi.Call) driverapi.Result {
@@ -225,10 +208,8 @@ func TestPropertyNoForeignIncarnationAdopted(t *testing.T) {
 		}
 		cfg := lifecycle.DefaultConfig()
 		in := newInput()
-		for pass := 0; pass < 30; pass++ {
-			in.Outcome = nil
-			for steps := 0; steps < lifecycle.MaxStepsPerPass; steps++ {
-				d := lifecycle.Step(cfg, in)
+		p := inputPass{answer: w.call,
+			decided: func(_ *lifecycle.Input, d *lifecycle.Decision) bool {
 				if pid := d.Status.ProviderID; pid != "" {
 					if owner, ok := w.instances[pid]; ok && owner != machineUID {
 						t.Fatalf("adopted %s of another incarnation (%s)", pid, owner)
@@ -239,20 +220,15 @@ func TestPropertyNoForeignIncarnationAdopted(t *testing.T) {
 						t.Fatalf("deleted this incarnation's instance %s", d.Call.Machine.ProviderID)
 					}
 				}
-				in.Status = d.Status
-				if d.Done() {
-					break
-				}
-				out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-				if d.HasCall() {
-					out.Result = w.call(d.Call)
-				}
-				applyObjectEffects(&in.Object, d)
-				if rapid.Bool().Draw(t, "crash") {
-					break
-				}
-				in.Outcome = out
-			}
+				return false
+			},
+			// The controller may die once a decision's effects ran.
+			crash: func(d *lifecycle.Decision, ran int) bool {
+				return ran == d.Effects.Len() && rapid.Bool().Draw(t, "crash")
+			},
+		}
+		for range 30 {
+			p.run(t, cfg, &in)
 			in.Now = in.Now.Add(time.Duration(rapid.IntRange(1, 120).Draw(t, "seconds")) * time.Second)
 		}
 	})

@@ -24,11 +24,11 @@ func passUntil(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, limit tim
 	answer func(driverapi.Call) driverapi.Result, done func(lifecycle.Decision) bool) time.Time {
 	t.Helper()
 	for in.Now.Before(limit) {
-		d, decided := playPass(t, cfg, &in, answer, failWrites, done)
+		requeue, decided := playPass(t, cfg, &in, answer, failWrites, done)
 		if decided {
 			return in.Now
 		}
-		in.Now = in.Now.Add(d.Requeue)
+		in.Now = in.Now.Add(requeue)
 	}
 	t.Fatalf("nothing decided by %v", limit)
 	return time.Time{}
