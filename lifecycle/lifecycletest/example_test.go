@@ -8,6 +8,7 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
 // Check every decision against the safety promises [Check] lists. In a
@@ -30,9 +31,49 @@ func ExampleCheck() {
 	// 200 random decisions, 0 broken promises
 }
 
-// Drive a machine against the fault-injecting provider with the shell's
-// loop: CreateMachine fails once with Unavailable, and the creation is
-// retried with the same idempotency key.
+// exampleShell is one machine, its object and saved status, as a
+// pass.Shell over the provider p; as the pass's Observer it checks every
+// decision with Check and prints its rule.
+type exampleShell struct {
+	obj    lifecycle.Object
+	status lifecycle.Status
+	p      *lifecycletest.Provider
+	cfg    lifecycle.Config
+	pass   int
+}
+
+func (s *exampleShell) Observe(_ context.Context, now time.Time, in *lifecycle.Input) error {
+	*in = lifecycle.Input{Now: now, Object: s.obj, Status: s.status}
+	return nil
+}
+
+func (s *exampleShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	s.status = *st
+	return lifecycle.WriteOK
+}
+
+// Apply writes the object effects as the API server would return them.
+func (s *exampleShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	lifecycletest.ApplyToObject(&s.obj, e)
+	return lifecycle.WriteOK, ""
+}
+
+func (s *exampleShell) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	*res = driverapi.Invoke(ctx, s.p, *c, driverapi.Class{})
+}
+
+func (s *exampleShell) Node(context.Context, string) lifecycle.Node { return lifecycle.Node{} }
+
+func (s *exampleShell) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
+	if err := lifecycletest.Check(&s.cfg, in, d); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Printf("pass %d: %s\n", s.pass, d.Rule)
+}
+
+// Drive a machine against the fault-injecting provider with pass.Run:
+// CreateMachine fails once with Unavailable, and the creation is retried
+// with the same idempotency key.
 func ExampleProvider() {
 	now := lifecycletest.Epoch
 	p := lifecycletest.NewProvider()
@@ -46,35 +87,16 @@ func ExampleProvider() {
 		return lifecycletest.Fault{}
 	}
 	cfg := lifecycle.DefaultConfig()
-	in := lifecycle.Input{Now: now, Object: lifecycle.Object{Name: "m-1", UID: "u-1", CreationTime: now, Finalizer: true}}
-	for pass := range 2 {
-		in.Outcome = nil
-		for range lifecycle.MaxStepsPerPass {
-			d := lifecycle.Step(cfg, in)
-			if err := lifecycletest.Check(&cfg, &in, &d); err != nil {
-				fmt.Println(err)
-			}
-			fmt.Printf("pass %d: %s\n", pass+1, d.Rule)
-			if d.Done() {
-				in.Now = in.Now.Add(d.Requeue)
-				now = in.Now
-				break
-			}
-			out := &lifecycle.Outcome{OpID: d.OpID, Ran: d.Effects.Len()}
-			for _, e := range d.Effects.Slice() {
-				switch e.Kind { // the object writes, as the API server would return them
-				case lifecycle.KindEnsureProviderID:
-					in.Object.ProviderID = e.Value
-				case lifecycle.KindEnsurePriority:
-					in.Object.Priority = e.Value
-				case lifecycle.KindEnsureNodeLabel:
-					in.Object.NodeLabel = e.Value
-				case lifecycle.KindCallDriver:
-					out.Result = driverapi.Invoke(context.Background(), p, d.Call, driverapi.Class{})
-				}
-			}
-			in.Status, in.Outcome = d.Status, out
-		}
+	checked, err := cfg.Check()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sh := &exampleShell{obj: lifecycle.Object{Name: "m-1", UID: "u-1", CreationTime: now, Finalizer: true}, p: p, cfg: cfg}
+	var s pass.Scratch
+	for sh.pass = 1; sh.pass <= 2; sh.pass++ {
+		r := pass.Run(context.Background(), &checked, sh, now, &s, sh)
+		now = now.Add(r.Requeue)
 	}
 	fmt.Printf("instances: %d, CreateMachine calls: %d\n", len(p.Instances()), p.Calls[driverapi.MethodCreate])
 	// Output:
