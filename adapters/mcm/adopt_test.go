@@ -14,6 +14,7 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -318,50 +319,69 @@ func (c *cluster) apply(e lifecycle.Effect) lifecycle.Write {
 	return lifecycle.WriteOK
 }
 
-// pass runs reconcile steps until the machine is gone or a decision is
-// done, persisting every status with ApplyStatus and reading it back with
-// StatusFrom through JSON, as a shell against the API server does.
+// pass runs one reconcile pass with pass.Run over the cluster
+// (clusterShell), persisting every status with ApplyStatus and reading it
+// back with StatusFrom through JSON, as a shell against the API server
+// does. The pass must end: the machine gone or a decision done. It returns
+// the pass's decisions.
 func (c *cluster) pass(now time.Time) []lifecycle.Decision {
-	cfg := lifecycle.DefaultConfig()
-	var out *lifecycle.Outcome
-	var ds []lifecycle.Decision
-	var descs []string
-	for range 3 * lifecycle.MaxStepsPerPass {
-		in := lifecycle.Input{Now: now, Object: ObjectFrom(c.machine), Node: NodeFrom(c.node), Outcome: out}
-		if c.machine != nil {
-			st, err := StatusFrom(c.machine)
-			require.NoError(c.t, err)
-			in.Status = st
-		}
-		d := lifecycle.Step(cfg, in)
-		ds = append(ds, d)
-		out = &lifecycle.Outcome{OpID: d.OpID}
-		if d.Changed {
-			ApplyStatus(d.Status, c.machine, now)
-			c.machine = viaJSON(c.t, c.machine)
-			descs = append(descs, c.machine.Status.LastOperation.Description)
-			st, err := StatusFrom(c.machine)
-			require.NoError(c.t, err)
-			require.Equal(c.t, d.Status, st, "the persisted status reads back exactly")
-			require.NotContains(c.t, c.machine.Annotations[StateAnnotation], `"op"`, "MCM's text says it all")
-		}
-		if d.Done() {
-			return ds
-		}
-		for _, e := range d.Effects.Slice() {
-			if e.Kind == lifecycle.KindCallDriver {
-				out.Result = driverapi.Invoke(context.Background(), c.driver, d.Call, driverapi.Class{})
-			} else if w := c.apply(e); w != lifecycle.WriteOK {
-				out.Stopped = w
-				break
-			}
-			out.Ran++
-		}
-		now = now.Add(time.Second)
+	cfg, err := lifecycle.DefaultConfig().Check()
+	require.NoError(c.t, err)
+	sh := &clusterShell{c: c, now: now}
+	var s pass.Scratch
+	r := pass.Run(context.Background(), &cfg, sh, now, &s, sh)
+	if r.End != pass.EndDone && r.End != pass.EndGone {
+		c.t.Fatalf("the pass ended %s after %d steps: %v", r.End, r.Steps, sh.descs)
 	}
-	c.t.Fatalf("no end after %d steps: %v", len(ds), descs)
+	return sh.ds
+}
+
+// clusterShell is a cluster as the pass.Shell of one pass at now, and its
+// Observer, which records every decision.
+type clusterShell struct {
+	c     *cluster
+	now   time.Time
+	ds    []lifecycle.Decision
+	descs []string // the descriptions of the statuses saved
+}
+
+func (s *clusterShell) Observe(_ context.Context, now time.Time, in *lifecycle.Input) error {
+	c := s.c
+	*in = lifecycle.Input{Now: now, Object: ObjectFrom(c.machine), Node: NodeFrom(c.node)}
+	if c.machine != nil {
+		st, err := StatusFrom(c.machine)
+		require.NoError(c.t, err)
+		in.Status = st
+	}
 	return nil
 }
+
+func (s *clusterShell) Decided(_ *lifecycle.Input, d *lifecycle.Decision) { s.ds = append(s.ds, *d) }
+
+func (s *clusterShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	c := s.c
+	ApplyStatus(*st, c.machine, s.now)
+	c.machine = viaJSON(c.t, c.machine)
+	s.descs = append(s.descs, c.machine.Status.LastOperation.Description)
+	back, err := StatusFrom(c.machine)
+	require.NoError(c.t, err)
+	require.Equal(c.t, *st, back, "the persisted status reads back exactly")
+	require.NotContains(c.t, c.machine.Annotations[StateAnnotation], `"op"`, "MCM's text says it all")
+	return lifecycle.WriteOK
+}
+
+func (s *clusterShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	if w := s.c.apply(*e); w != lifecycle.WriteOK {
+		return w, w.String()
+	}
+	return lifecycle.WriteOK, ""
+}
+
+func (s *clusterShell) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	*res = driverapi.Invoke(ctx, s.c.driver, *c, driverapi.Class{})
+}
+
+func (s *clusterShell) Node(context.Context, string) lifecycle.Node { return lifecycle.Node{} }
 
 func rules(ds []lifecycle.Decision) []lifecycle.Rule {
 	out := make([]lifecycle.Rule, len(ds))

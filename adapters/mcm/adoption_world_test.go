@@ -2,6 +2,7 @@ package mcm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/phase"
 )
 
@@ -192,12 +195,11 @@ func (p *passResult) rules() []string {
 // last returns the pass's last decision.
 func (p *passResult) last() *lifecycle.Decision { return &p.decisions[len(p.decisions)-1] }
 
-// pass runs one reconcile pass as the lifecycle package doc asks: it reads
-// the machine as the API server returns it (StatusFrom through the API's
-// JSON), steps until a decision is done, at most MaxStepsPerPass steps,
-// persists every changed status with ApplyStatus before carrying out the
-// decision's effects, and reports every outcome. Every decision is checked
-// with lifecycletest.Check.
+// pass runs one reconcile pass with pass.Run over the world (worldShell):
+// it reads the machine as the API server returns it (StatusFrom through
+// the API's JSON), persists every changed status with ApplyStatus, and
+// checks every decision with lifecycletest.Check. A step that panics is a
+// broken promise.
 func (w *world) pass() (p passResult) {
 	if w.joins && w.vm && w.node == nil {
 		w.node, w.joins = healthyNode(), false
@@ -215,50 +217,102 @@ func (w *world) pass() (p passResult) {
 		p.err = fmt.Errorf("the saved status does not read back:\nsaved %+v\nread  %+v", *w.saved, st)
 		return p
 	}
-	defer func() { w.saved, p.gone = &p.last().Status, w.machine == nil }()
-	in := w.observe()
-	in.Status = st
-	for i := range lifecycle.MaxStepsPerPass {
-		d, err := stepChecked(w.cfg, in)
-		p.decisions = append(p.decisions, d)
-		if err != nil {
-			p.err = err
-			return p
-		}
-		if d.Status.Phase == phase.Failed && in.Status.Phase != phase.Failed {
-			w.failed++
-		}
-		p.requeue = d.Requeue
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		if d.Changed && w.machine != nil {
-			ApplyStatus(d.Status, w.machine, w.now)
-		}
-		if d.Done() {
-			return p
-		}
-		if i == lifecycle.MaxStepsPerPass-1 {
-			// No step is left to report the effects: they are not
-			// carried out.
-			p.requeue = 5 * time.Second
-			return p
-		}
-		for _, e := range d.Effects.Slice() {
-			if e.Kind == lifecycle.KindCallDriver {
-				w.calls++
-				out.Result = driverapi.Invoke(context.Background(), w, d.Call, driverapi.Class{})
-				if d.Call.Method == driverapi.MethodCreate && w.node != nil && w.node.Name == out.Result.NodeName {
-					out.CreatedNode = NodeFrom(w.node)
-				}
-			} else if wr, err := w.apply(e); wr != lifecycle.WriteOK && e.Kind != lifecycle.KindEvent {
-				out.Stopped, out.Error = wr, err.Error()
-				break
-			}
-			out.Ran++
-		}
-		in = w.observe()
-		in.Status, in.Outcome = d.Status, out
+	cfg, err := w.cfg.Check()
+	if err != nil {
+		p.err = err
+		return p
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.err = fmt.Errorf("Step panicked: %v", r)
+			return
+		}
+		w.saved, p.gone = &p.last().Status, w.machine == nil
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sh := &worldShell{w: w, status: st, p: &p, cancel: cancel}
+	var s pass.Scratch
+	p.requeue = pass.Run(ctx, &cfg, sh, w.now, &s, sh).Requeue
 	return p
+}
+
+// worldShell is the world as the pass.Shell of one pass, and its
+// Observer. Once a decision broke a promise, nothing more reaches the
+// world.
+type worldShell struct {
+	w      *world
+	status lifecycle.Status // read back from the machine at the start of the pass
+	p      *passResult
+	cancel context.CancelFunc
+}
+
+// errBroken ends a pass once a decision broke a promise.
+var errBroken = errors.New("a promise was broken")
+
+func (s *worldShell) Observe(_ context.Context, _ time.Time, in *lifecycle.Input) error {
+	if s.p.err != nil {
+		return errBroken
+	}
+	*in = s.w.observe()
+	in.Status = s.status
+	return nil
+}
+
+// Decided records and checks every decision, and counts the changes to
+// Failed.
+func (s *worldShell) Decided(in *lifecycle.Input, d *lifecycle.Decision) {
+	if s.p.err != nil {
+		return
+	}
+	s.p.decisions = append(s.p.decisions, *d)
+	if err := lifecycletest.Check(&s.w.cfg, in, d); err != nil {
+		s.p.err = fmt.Errorf("%w\n%s", err, d.String())
+		s.cancel()
+		return
+	}
+	if d.Status.Phase == phase.Failed && in.Status.Phase != phase.Failed {
+		s.w.failed++
+	}
+}
+
+func (s *worldShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	if s.p.err != nil {
+		return lifecycle.WriteFailed
+	}
+	if s.w.machine == nil {
+		return lifecycle.WriteNotFound
+	}
+	ApplyStatus(*st, s.w.machine, s.w.now)
+	return lifecycle.WriteOK
+}
+
+func (s *worldShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	if s.p.err != nil {
+		return lifecycle.WriteFailed, errBroken.Error()
+	}
+	if wr, err := s.w.apply(*e); wr != lifecycle.WriteOK {
+		return wr, err.Error()
+	}
+	return lifecycle.WriteOK, ""
+}
+
+func (s *worldShell) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
+	if s.p.err != nil {
+		*res = driverapi.ResultOf(c.Method, errBroken)
+		return
+	}
+	s.w.calls++
+	*res = driverapi.Invoke(ctx, s.w, *c, driverapi.Class{})
+}
+
+// Node returns the node a CreateMachine answer names, if it is the
+// world's.
+func (s *worldShell) Node(_ context.Context, name string) lifecycle.Node {
+	if n := s.w.node; n != nil && n.Name == name {
+		return NodeFrom(n)
+	}
+	return lifecycle.Node{}
 }
 
 // sameStatus reports whether a status read back is the one saved: equal,
