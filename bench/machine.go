@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
 // The identity of the measured machine, with the lengths real ones have: a
@@ -195,32 +197,66 @@ func (p *Provider) Answer(c driverapi.Call) driverapi.Result {
 	return r
 }
 
-// Pass runs one reconcile pass as the lifecycle package doc prescribes:
-// step, save the status, carry out the effects (every write succeeds), and
-// step again with their outcome, until a decision is done. It returns the
-// input of the next pass (status saved, no outcome) and the last decision,
-// and appends the input of every step to *trace when trace is not nil.
+// Pass runs one reconcile pass with pass.Run over the provider and the
+// input (every write succeeds; the effects are carried out on the input's
+// object, node and token). It returns the input of the next pass (status
+// saved, no outcome) and the last decision, and appends the input of every
+// step to *trace when trace is not nil. An invalid configuration gives the
+// decision that says so.
 func (p *Provider) Pass(cfg *lifecycle.Config, in lifecycle.Input, trace *[]lifecycle.Input) (lifecycle.Input, lifecycle.Decision) {
 	in.Outcome = nil
-	var d lifecycle.Decision
-	for range lifecycle.MaxStepsPerPass {
-		if trace != nil {
-			*trace = append(*trace, in)
-		}
-		d = lifecycle.Step(*cfg, in)
-		if d.Done() || d.Rule == lifecycle.RuleDeleteDone {
-			break
-		}
-		out := &lifecycle.Outcome{OpID: d.OpID}
-		for _, e := range d.Effects.Slice() {
-			p.apply(&in, e, &d, out)
-			out.Ran++
-		}
-		in.Status, in.Outcome = d.Status, out
+	checked, err := cfg.Check()
+	if err != nil {
+		return in, lifecycle.Step(*cfg, in)
 	}
-	in.Status, in.Outcome = d.Status, nil
-	return in, d
+	sh := &inputShell{p: p, in: in, trace: trace}
+	var s pass.Scratch
+	pass.Run(context.Background(), &checked, sh, in.Now, &s, sh)
+	sh.in.Outcome = nil
+	return sh.in, s.Decision
 }
+
+// inputShell is a Provider and the input it carries effects out on as a
+// pass.Shell, and the pass's Observer, which records the input of every
+// step in trace.
+type inputShell struct {
+	p     *Provider
+	in    lifecycle.Input
+	trace *[]lifecycle.Input
+}
+
+func (s *inputShell) Observe(_ context.Context, _ time.Time, in *lifecycle.Input) error {
+	*in = s.in
+	return nil
+}
+
+func (s *inputShell) Decided(in *lifecycle.Input, _ *lifecycle.Decision) {
+	if s.trace == nil {
+		return
+	}
+	c := *in
+	if in.Outcome != nil {
+		o := *in.Outcome // the pass reuses its outcome from step to step
+		c.Outcome = &o
+	}
+	*s.trace = append(*s.trace, c)
+}
+
+func (s *inputShell) Save(_ context.Context, st *lifecycle.Status) lifecycle.Write {
+	s.in.Status = *st
+	return lifecycle.WriteOK
+}
+
+func (s *inputShell) Apply(_ context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
+	apply(&s.in, e)
+	return lifecycle.WriteOK, ""
+}
+
+func (s *inputShell) Invoke(_ context.Context, c *driverapi.Call, res *driverapi.Result) {
+	*res = s.p.Answer(*c)
+}
+
+func (s *inputShell) Node(context.Context, string) lifecycle.Node { return lifecycle.Node{} }
 
 // Settle runs passes, a second apart, until one ends without changing
 // anything, and returns the input of the next pass.
@@ -242,7 +278,9 @@ func (p *Provider) Settle(cfg *lifecycle.Config, in lifecycle.Input, trace *[]li
 	return in, fmt.Errorf("the machine did not settle: %s", d.String())
 }
 
-func (p *Provider) apply(in *lifecycle.Input, e lifecycle.Effect, d *lifecycle.Decision, out *lifecycle.Outcome) {
+// apply carries out an effect other than the driver call on the input's
+// object, node and token.
+func apply(in *lifecycle.Input, e *lifecycle.Effect) {
 	switch e.Kind {
 	case lifecycle.KindEnsureFinalizer:
 		in.Object.Finalizer = true
@@ -266,7 +304,5 @@ func (p *Provider) apply(in *lifecycle.Input, e lifecycle.Effect, d *lifecycle.D
 		in.VolumeAttachments = 0
 	case lifecycle.KindDeleteNode:
 		in.Node = lifecycle.Node{}
-	case lifecycle.KindCallDriver:
-		out.Result = p.Answer(d.Call)
 	}
 }
