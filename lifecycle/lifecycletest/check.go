@@ -3,7 +3,7 @@
 // (listed on [Check]), rapid generators of inputs, a fault-injecting in-memory
 // cloud ([Provider]) that the examples and the fleet simulator share, scenario
 // scripts ([Script]) that tell one machine's story as commands and expected
-// outputs, played by the harness's own loop or by the caller's [Shell], and
+// outputs, whose passes are lifecycle/pass.Run over the script's world, and
 // an exhaustive bounded exploration of one machine's world ([Explore]) that
 // reports every decision it observed and checks that, once faults stop,
 // every machine reaches the end expected of it; and a checker of shells
