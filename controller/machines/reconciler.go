@@ -145,6 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	*p = pass{r: r, key: req.NamespacedName, now: r.now(), log: logf.FromContext(ctx)}
 	defer func() { *p = pass{} }()
 	rep := lpass.Run(ctx, &r.checked, p, p.now, &w.scratch, p)
+	if rep.End == lpass.EndDone {
+		p.refreshStatus(ctx, &w.scratch.Decision)
+	}
 	var unreadable *statusUnreadable
 	switch {
 	case rep.End == lpass.EndObserveFailed && errors.As(rep.Err, &unreadable):
@@ -239,7 +242,7 @@ func (p *pass) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
 	ctx, cancel := p.io(ctx)
 	defer cancel()
 	mm := p.m.DeepCopy()
-	mm.Status = v1alpha1.StatusOf(st, mm.Name, &p.m.Status, p.now)
+	mm.Status = v1alpha1.StatusOf(p.m, st, v1alpha1.Decided{Rule: p.decision.Rule, Wait: p.decision.Wait}, p.now)
 	mm.Status.BootstrapTokenID = p.m.Status.BootstrapTokenID
 	w, err := p.r.writeMachine(ctx, p, mm, true)
 	if w != lifecycle.WriteOK {

@@ -16,14 +16,28 @@ import (
 	"github.com/purelifecycle/machine/retry"
 )
 
-// StatusOf returns the resource status that records st for the named
-// machine: MCM's fields rendered from it (the phase, the last operation
-// with MCM's exact description, the conditions, the last known state, the
-// addresses) and the rest in Lifecycle. prev is the status the object has
-// now; the last operation keeps its lastUpdateTime when its record did not
-// change, and gets now otherwise.
-func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now time.Time) MachineStatus {
-	lo := lifecycle.LastOperation(st, machine, now)
+// Decided is what the status records of the decision that left it, besides
+// its lifecycle.Status: the rule that decided and what the machine waits
+// for (lifecycle.Decision's Rule and Wait).
+type Decided struct {
+	// Rule is the rule that decided.
+	Rule lifecycle.Rule
+	// Wait is what the machine waits for.
+	Wait lifecycle.Wait
+}
+
+// StatusOf returns the resource status that records st for machine m as
+// decision d left it, at now: MCM's fields rendered from st (the phase,
+// the last operation with MCM's exact description, the node's conditions,
+// the last known state, the addresses), the rest of st in Lifecycle, and
+// for people the observed generation (m's), the conditions and the wait
+// (see Conditions). m.Status is the status the object has now: the last
+// operation keeps its lastUpdateTime when its record did not change, and
+// gets now otherwise; a condition keeps its lastTransitionTime while its
+// status is unchanged.
+func StatusOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) MachineStatus {
+	prev := &m.Status
+	lo := lifecycle.LastOperation(st, m.Name, now)
 	rec := LastOperation{
 		Description:    lo.Description,
 		ErrorCode:      lo.ErrorCode,
@@ -36,7 +50,10 @@ func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now tim
 		rec.LastUpdateTime = p.LastUpdateTime
 	}
 	out := MachineStatus{
-		LastOperation: rec,
+		ObservedGeneration: m.Generation,
+		Conditions:         conditionsOf(m, st, d, now),
+		Wait:               waitOf(d),
+		LastOperation:      rec,
 		CurrentStatus: CurrentStatus{
 			Phase:          st.Phase.String(),
 			TimeoutActive:  st.Phase == phase.Pending || st.Phase == phase.Unknown,
@@ -49,7 +66,7 @@ func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now tim
 			StageSince: stampText(st.StageSince),
 			PhaseSince: stampText(st.PhaseSince),
 			RetryAfter: stampText(st.RetryAfter),
-			Flags:      uint16(st.Flags),
+			Flags:      FlagNames(st.Flags),
 			Failures: Failures{Create: st.Failures.Create, Health: st.Failures.Health, Delete: st.Failures.Delete,
 				Update: st.Failures.Update, Metadata: st.Failures.Metadata},
 			Attempt:    st.Attempt,
@@ -74,7 +91,7 @@ func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now tim
 		out.Addresses = append(out.Addresses, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
 	}
 	for _, c := range st.Conditions {
-		out.Conditions = append(out.Conditions, corev1.NodeCondition{
+		out.NodeConditions = append(out.NodeConditions, corev1.NodeCondition{
 			Type:               corev1.NodeConditionType(c.Type),
 			Status:             corev1.ConditionStatus(c.Status.String()),
 			LastTransitionTime: metav1.NewTime(c.Since.Time()),
@@ -87,9 +104,10 @@ func StatusOf(st *lifecycle.Status, machine string, prev *MachineStatus, now tim
 
 // ToLifecycle returns the lifecycle.Status the resource status records.
 // For a status StatusOf wrote it is the status StatusOf was given, exactly,
-// provided the condition times are whole seconds, as every time read from a
-// Kubernetes object is (metav1.Time keeps seconds; the mirrored conditions
-// come from the node's). A status without Lifecycle, such as one MCM wrote,
+// provided the node condition times are whole seconds, as every time read
+// from a Kubernetes object is (metav1.Time keeps seconds; the mirrored
+// conditions come from the node's). The conditions and the wait are for
+// people and are not read back. A status without Lifecycle, such as one MCM wrote,
 // is adopted: the phase and last operation are read from MCM's fields, the
 // description parsed back into structured form.
 func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
@@ -112,7 +130,7 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	for _, a := range s.Addresses {
 		st.Addresses = append(st.Addresses, driverapi.Address{Type: string(a.Type), Address: a.Address})
 	}
-	for _, c := range s.Conditions {
+	for _, c := range s.NodeConditions {
 		cs, err := conditionStatus(c.Status)
 		errs = append(errs, err)
 		st.Conditions = append(st.Conditions, lifecycle.Condition{Type: string(c.Type), Status: cs,
@@ -134,7 +152,8 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	errs = append(errs, err)
 	st.RetryAfter, err = parseStamp("retryAfter", l.RetryAfter)
 	errs = append(errs, err)
-	st.Flags = lifecycle.Flags(l.Flags)
+	st.Flags, err = ParseFlags(l.Flags)
+	errs = append(errs, err)
 	st.Failures = lifecycle.Failures{Create: l.Failures.Create, Health: l.Failures.Health, Delete: l.Failures.Delete,
 		Update: l.Failures.Update, Metadata: l.Failures.Metadata}
 	st.Attempt, st.Seq, st.ProviderID = l.Attempt, l.Seq, l.ProviderID

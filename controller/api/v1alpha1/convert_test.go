@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/purelifecycle/machine/driverapi"
@@ -83,6 +84,11 @@ func randomStatus(r *rand.Rand) lifecycle.Status {
 	return st
 }
 
+// machineNamed returns a machine of that name with an empty status.
+func machineNamed(name string) *Machine {
+	return &Machine{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
 // requireAllSet fails unless every field of the struct v, and of the
 // structs it holds, is set.
 func requireAllSet(t *testing.T, path string, v reflect.Value) {
@@ -116,7 +122,7 @@ func TestStatusRoundTripsEveryField(t *testing.T) {
 			// lifecycle.Status fails here until the conversion carries it.
 			requireAllSet(t, "lifecycle.Status", reflect.ValueOf(st))
 		}
-		ms := viaAPI(t, StatusOf(&st, "machine-1", &MachineStatus{}, now))
+		ms := viaAPI(t, StatusOf(machineNamed("machine-1"), &st, Decided{}, now))
 		got, err := ms.ToLifecycle()
 		require.NoError(t, err)
 		require.Equal(t, st, got)
@@ -130,7 +136,7 @@ func TestStatusRoundTripsZeroAndEmpty(t *testing.T) {
 		{Phase: phase.Running},
 		{Phase: phase.Pending, LastOp: lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}},
 	} {
-		ms := viaAPI(t, StatusOf(&st, "machine-1", &MachineStatus{}, now))
+		ms := viaAPI(t, StatusOf(machineNamed("machine-1"), &st, Decided{}, now))
 		got, err := ms.ToLifecycle()
 		require.NoError(t, err)
 		require.Equal(t, st, got)
@@ -146,7 +152,8 @@ func TestStatusOfWritesMCMFields(t *testing.T) {
 		LastOp: lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateFailed, Desc: lastop.DescCloudProviderError,
 			ErrorCode: "ResourceExhausted", Detail: "machine codes error: code = [ResourceExhausted] message = [quota]"},
 	}
-	ms := StatusOf(&st, "machine-1", &MachineStatus{}, now)
+	m := machineNamed("machine-1")
+	ms := StatusOf(m, &st, Decided{}, now)
 	require.Equal(t, "CrashLoopBackOff", ms.CurrentStatus.Phase)
 	require.Equal(t, "ResourceExhausted", ms.LastOperation.ErrorCode)
 	require.Equal(t, "Failed", ms.LastOperation.State)
@@ -156,7 +163,8 @@ func TestStatusOfWritesMCMFields(t *testing.T) {
 	require.Equal(t, since, ms.CurrentStatus.LastUpdateTime.Time.UTC())
 
 	// An unchanged record keeps its update time.
-	later := StatusOf(&st, "machine-1", &ms, now.Add(time.Hour))
+	m.Status = ms
+	later := StatusOf(m, &st, Decided{}, now.Add(time.Hour))
 	require.Equal(t, now, later.LastOperation.LastUpdateTime.Time)
 }
 
@@ -188,6 +196,10 @@ func TestToLifecycleRefusesUnknownTexts(t *testing.T) {
 		{Lifecycle: &LifecycleState{UIDHash: "not-hexadecimal!"}},
 		{Lifecycle: &LifecycleState{UIDHash: "1f"}},
 		{Lifecycle: &LifecycleState{UIDHash: "+123456789abcdef"}},
+		{Lifecycle: &LifecycleState{Flags: []string{"drain-forced", "no-such-flag"}}},
+		{Lifecycle: &LifecycleState{Flags: []string{"bit-16"}}},
+		{Lifecycle: &LifecycleState{Flags: []string{"bit-03"}}},
+		{NodeConditions: []corev1.NodeCondition{{Type: "Ready", Status: "Maybe"}}},
 	} {
 		_, err := ms.ToLifecycle()
 		require.Error(t, err, "%+v", ms)

@@ -37,7 +37,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Machine{}, &MachineList{})
+	s.AddKnownTypes(GroupVersion, &Machine{}, &MachineList{}, &MachineClass{}, &MachineClassList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -11,8 +11,10 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mc
-// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.currentStatus.phase`,description="Current phase of the machine."
-// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.metadata.labels.node`,description="Node backing the machine."
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.currentStatus.phase`,description="MCM's phase of the machine."
+// +kubebuilder:printcolumn:name="Waiting For",type=string,JSONPath=`.status.wait.for`,description="What the machine waits for, empty when it waits for nothing."
+// +kubebuilder:printcolumn:name="Until",type=string,JSONPath=`.status.wait.until`,description="When the wait ends by its deadline (RFC 3339), empty when it has none."
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`,description="Node of the machine's instance.",priority=1
 // +kubebuilder:printcolumn:name="ProviderID",type=string,JSONPath=`.spec.providerID`,description="Instance backing the machine.",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Machine struct {
@@ -39,7 +41,8 @@ type MachineList struct {
 // MachineSpec is the desired machine (MCM's MachineSpec without the node
 // template).
 type MachineSpec struct {
-	// Class names the machine class: the provider configuration.
+	// Class names the MachineClass that configures the machine's instance
+	// (provider spec, credentials, user data, node template).
 	// +optional
 	Class ClassSpec `json:"class,omitempty"`
 	// ProviderID identifies the machine's instance at the provider. The
@@ -60,12 +63,14 @@ type MachineSpec struct {
 	MachineConfiguration `json:",inline"`
 }
 
-// ClassSpec names a machine class.
+// ClassSpec names the machine's class: a MachineClass in the machine's
+// namespace. Kind and APIGroup may be left empty; any other kind or group
+// than MachineClass of machine.purelifecycle.dev makes the machine invalid.
 type ClassSpec struct {
-	// APIGroup of the class.
+	// APIGroup of the class: machine.purelifecycle.dev.
 	// +optional
 	APIGroup string `json:"apiGroup,omitempty"`
-	// Kind of the class.
+	// Kind of the class: MachineClass.
 	// +optional
 	Kind string `json:"kind,omitempty"`
 	// Name of the class.
@@ -99,15 +104,36 @@ type MachineConfiguration struct {
 	NodeConditions *string `json:"nodeConditions,omitempty"`
 }
 
-// MachineStatus is the machine's status: MCM's fields, with MCM's names
-// and texts, plus the library's own state in Lifecycle.
+// MachineStatus is the machine's status: what a person reads first (the
+// observed generation, the conditions, what the machine waits for), MCM's
+// fields with MCM's names and texts, and the library's own state in
+// Lifecycle.
 type MachineStatus struct {
+	// ObservedGeneration is the metadata.generation of the machine the
+	// controller last decided on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions follow the Kubernetes API conventions: Ready (True while
+	// the machine is Running or Available and not being deleted) and one
+	// condition per thing the machine has waited for (WaitingForNodeJoin,
+	// WaitingForRetry, ...), True while it waits for it. Each reason is the
+	// deciding rule's identifier in CamelCase (health.joined gives
+	// HealthJoined).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Wait says what the machine waits for; absent when it waits for
+	// nothing.
+	// +optional
+	Wait *Wait `json:"wait,omitempty"`
 	// Addresses of the instance; only kept without a target cluster.
 	// +optional
 	Addresses []corev1.NodeAddress `json:"addresses,omitempty"`
-	// Conditions mirror the conditions of the machine's node.
+	// NodeConditions mirror the conditions of the machine's node (MCM's
+	// status.conditions).
 	// +optional
-	Conditions []corev1.NodeCondition `json:"conditions,omitempty"`
+	NodeConditions []corev1.NodeCondition `json:"nodeConditions,omitempty"`
 	// LastOperation is the last operation, with MCM's exact description.
 	// +optional
 	LastOperation LastOperation `json:"lastOperation,omitempty"`
@@ -127,6 +153,23 @@ type MachineStatus struct {
 	// kube-system/bootstrap-token-<ID>), recorded before the token is made.
 	// +optional
 	BootstrapTokenID string `json:"bootstrapTokenID,omitempty"`
+}
+
+// Wait is what the machine waits for, as the last decision saw it.
+type Wait struct {
+	// For names what is awaited: retry, node-join, observer, problem,
+	// replacement, finalizer, recovery, grant, creation, deletion or
+	// predecessor.
+	For string `json:"for"`
+	// Since is when the wait began.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// Until is when the wait ends by its deadline; absent when it has none.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+	// Rule is the identifier of the rule that decided the wait.
+	// +optional
+	Rule string `json:"rule,omitempty"`
 }
 
 // LastOperation is MCM's LastOperation record.
@@ -179,9 +222,10 @@ type LifecycleState struct {
 	// RetryAfter is the earliest time the stage may ask the driver again.
 	// +optional
 	RetryAfter string `json:"retryAfter,omitempty"`
-	// Flags are the facts the flows recorded, as lifecycle.Flags bits.
+	// Flags name the facts the flows recorded (drain-forced, terminated,
+	// ...; a bit this version does not name is "bit-N").
 	// +optional
-	Flags uint16 `json:"flags,omitempty"`
+	Flags []string `json:"flags,omitempty"`
 	// Failures count consecutive failures per sub-flow.
 	// +optional
 	Failures Failures `json:"failures,omitempty"`

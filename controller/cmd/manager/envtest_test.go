@@ -269,7 +269,7 @@ func TestMachineReachesRunningAndItsNodeIsFreed(t *testing.T) {
 	st, err := m.Status.ToLifecycle()
 	require.NoError(t, err)
 	require.Equal(t, lifecycle.Describe(&st, m.Name), m.Status.LastOperation.Description)
-	require.NotEmpty(t, m.Status.Conditions, "the node's conditions are mirrored")
+	require.NotEmpty(t, m.Status.NodeConditions, "the node's conditions are mirrored")
 
 	// The startup taint goes, the node is labelled with its machine, the
 	// bootstrap token is deleted.

@@ -1,0 +1,202 @@
+package v1alpha1
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+)
+
+// conditionReason is the pattern the API server requires of a condition's
+// reason (metav1.Condition).
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+func TestEveryRuleHasADistinctValidReason(t *testing.T) {
+	seen := map[string]lifecycle.Rule{}
+	for _, r := range append(lifecycle.Rules(), lifecycle.RuleNone) {
+		reason := ReasonOf(r)
+		require.Regexp(t, conditionReason, reason, "rule %s", r)
+		prev, dup := seen[reason]
+		require.False(t, dup, "rules %s and %s both give reason %s", prev, r, reason)
+		seen[reason] = r
+	}
+	require.Equal(t, "HealthWaitingForNode", ReasonOf(lifecycle.RuleHealthWaitJoin))
+	require.Equal(t, "DeleteVMNotFound", ReasonOf(lifecycle.RuleDeleteVMNotFound))
+	require.Equal(t, "Rule4000", ReasonOf(lifecycle.Rule(4000)))
+}
+
+func TestEveryWaitHasADistinctCondition(t *testing.T) {
+	seen := map[string]bool{ConditionReady: true}
+	require.Empty(t, WaitCondition(lifecycle.WaitNone))
+	for w := lifecycle.WaitNone + 1; w.String() != "unknown-wait"; w++ {
+		c := WaitCondition(w)
+		require.Regexp(t, `^WaitingFor[A-Z][A-Za-z]+$`, c)
+		require.False(t, seen[c], "%s twice", c)
+		seen[c] = true
+	}
+	require.Equal(t, "WaitingForNodeJoin", WaitCondition(lifecycle.WaitNodeJoin))
+}
+
+func TestConditionsFollowTheDecisions(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	m := machineNamed("m-1")
+	m.Generation = 3
+
+	// Pending, waiting for the node until the creation timeout.
+	st := lifecycle.Status{Phase: phase.Pending, PhaseSince: lifecycle.StampOf(t0)}
+	pending := Decided{Rule: lifecycle.RuleCreatePending, Wait: lifecycle.Wait{For: lifecycle.WaitNodeJoin,
+		Since: lifecycle.StampOf(t0), Until: lifecycle.StampOf(t0.Add(20 * time.Minute))}}
+	m.Status = StatusOf(m, &st, pending, t0)
+	ready := meta.FindStatusCondition(m.Status.Conditions, ConditionReady)
+	require.NotNil(t, ready)
+	require.Equal(t, metav1.ConditionFalse, ready.Status)
+	require.Equal(t, "CreatePending", ready.Reason)
+	require.Equal(t, int64(3), ready.ObservedGeneration)
+	join := meta.FindStatusCondition(m.Status.Conditions, "WaitingForNodeJoin")
+	require.NotNil(t, join)
+	require.Equal(t, metav1.ConditionTrue, join.Status)
+	require.Equal(t, "The instance is ready; waiting for its node. The wait ends at 2026-11-22T10:20:00Z, 20m after it began.", join.Message)
+	require.Equal(t, &Wait{For: "node-join", Since: &metav1.Time{Time: t0}, Until: &metav1.Time{Time: t0.Add(20 * time.Minute)},
+		Rule: "create.pending"}, m.Status.Wait)
+	require.Equal(t, int64(3), m.Status.ObservedGeneration)
+
+	// Still waiting a minute later, at a new generation: the transition
+	// times stay, the observed generation follows.
+	m.Generation = 4
+	m.Status = StatusOf(m, &st, pending, t0.Add(time.Minute))
+	join = meta.FindStatusCondition(m.Status.Conditions, "WaitingForNodeJoin")
+	require.Equal(t, t0, join.LastTransitionTime.Time)
+	require.Equal(t, int64(4), join.ObservedGeneration)
+	require.Equal(t, t0, meta.FindStatusCondition(m.Status.Conditions, ConditionReady).LastTransitionTime.Time)
+
+	// Running: Ready, and the wait for the node has ended.
+	t1 := t0.Add(2 * time.Minute)
+	st = lifecycle.Status{Phase: phase.Running, PhaseSince: lifecycle.StampOf(t1)}
+	m.Status = StatusOf(m, &st, Decided{Rule: lifecycle.RuleHealthJoined}, t1)
+	ready = meta.FindStatusCondition(m.Status.Conditions, ConditionReady)
+	require.Equal(t, metav1.ConditionTrue, ready.Status)
+	require.Equal(t, "HealthJoined", ready.Reason)
+	require.Equal(t, t1, ready.LastTransitionTime.Time)
+	join = meta.FindStatusCondition(m.Status.Conditions, "WaitingForNodeJoin")
+	require.Equal(t, metav1.ConditionFalse, join.Status)
+	require.Equal(t, "HealthJoined", join.Reason)
+	require.Equal(t, t1, join.LastTransitionTime.Time)
+	require.Nil(t, m.Status.Wait)
+
+	// A later decision leaves the ended wait as it ended.
+	m.Status = StatusOf(m, &st, Decided{Rule: lifecycle.RuleHealthy}, t1.Add(time.Hour))
+	join = meta.FindStatusCondition(m.Status.Conditions, "WaitingForNodeJoin")
+	require.Equal(t, "HealthJoined", join.Reason)
+	require.Equal(t, t1, join.LastTransitionTime.Time)
+	require.Len(t, m.Status.Conditions, 2)
+
+	// Being deleted, a Running machine is not Ready.
+	m.DeletionTimestamp = &metav1.Time{Time: t1.Add(2 * time.Hour)}
+	m.Status = StatusOf(m, &st, Decided{Rule: lifecycle.RuleDeleteBegins, Wait: lifecycle.Wait{For: lifecycle.WaitDeletion}}, t1.Add(2*time.Hour))
+	require.Equal(t, metav1.ConditionFalse, meta.FindStatusCondition(m.Status.Conditions, ConditionReady).Status)
+	require.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(m.Status.Conditions, "WaitingForDeletion").Status)
+	require.Equal(t, "deletion", m.Status.Wait.For)
+	require.Nil(t, m.Status.Wait.Until)
+}
+
+func TestConditionsOfOthersAreKept(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	m := machineNamed("m-1")
+	other := metav1.Condition{Type: "Approved", Status: metav1.ConditionTrue, Reason: "ByHand", Message: "yes",
+		LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+	m.Status.Conditions = []metav1.Condition{other}
+	st := lifecycle.Status{Phase: phase.Running}
+	ms := StatusOf(m, &st, Decided{Rule: lifecycle.RuleHealthy}, now)
+	require.Equal(t, other, *meta.FindStatusCondition(ms.Conditions, "Approved"))
+	require.Equal(t, []metav1.Condition{other}, m.Status.Conditions, "the machine's own status is not written")
+}
+
+func TestSameView(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	m := machineNamed("m-1")
+	st := lifecycle.Status{Phase: phase.Pending}
+	wait := lifecycle.Wait{For: lifecycle.WaitNodeJoin, Until: lifecycle.StampOf(now.Add(time.Minute))}
+	m.Status = viaAPI(t, StatusOf(m, &st, Decided{Rule: lifecycle.RuleCreatePending, Wait: wait}, now))
+
+	same := StatusOf(m, &st, Decided{Rule: lifecycle.RuleHealthWaitJoin, Wait: wait}, now.Add(time.Second))
+	require.True(t, SameView(&same, &m.Status), "another rule, the same wait")
+
+	m2 := m.DeepCopy()
+	m2.Generation++
+	require.False(t, SameView(ptr(StatusOf(m2, &st, Decided{Rule: lifecycle.RuleHealthWaitJoin, Wait: wait}, now)), &m.Status))
+	problem := StatusOf(m, &st, Decided{Rule: lifecycle.RuleClassUnavailable, Wait: lifecycle.Wait{For: lifecycle.WaitProblem}}, now)
+	require.False(t, SameView(&problem, &m.Status))
+	later := wait
+	later.Until = later.Until.Add(time.Minute)
+	require.False(t, SameView(ptr(StatusOf(m, &st, Decided{Rule: lifecycle.RuleCreatePending, Wait: later}, now)), &m.Status))
+	running := lifecycle.Status{Phase: phase.Running}
+	require.False(t, SameView(ptr(StatusOf(m, &running, Decided{Rule: lifecycle.RuleHealthJoined}, now)), &m.Status))
+}
+
+func TestDescriptionListsNodeConditionsReadably(t *testing.T) {
+	since := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	st := lifecycle.Status{
+		Phase: phase.Unknown,
+		LastOp: lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateProcessing, Desc: lastop.DescUnhealthy,
+			Elapsed: 10*time.Minute + 123*time.Millisecond},
+		Conditions: []lifecycle.Condition{
+			{Type: "Ready", Status: lifecycle.ConditionFalse, Since: lifecycle.StampOf(since), Reason: "KubeletNotReady", Message: "PLEG"},
+			{Type: "MemoryPressure", Status: lifecycle.ConditionFalse},
+		},
+	}
+	got := Description(&st, "m-1")
+	require.Equal(t, "Machine m-1 is unhealthy - changing MachinePhase to Unknown. Node conditions: Ready=False (KubeletNotReady), MemoryPressure=False", got)
+	require.NotContains(t, lifecycle.Describe(&st, "m-1"), "Ready=False", "MCM's own text is unchanged")
+	require.Equal(t, "none", ConditionList(nil))
+
+	st.LastOp = lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateFailed, Desc: lastop.DescHealthTimeout,
+		Elapsed: 10*time.Minute + 123*time.Millisecond}
+	require.Contains(t, Description(&st, "m-1"), "since last 10m0s minutes")
+	require.False(t, strings.Contains(Description(&st, "m-1"), "{Type:"))
+}
+
+func TestRoundDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                     "0s",
+		400 * time.Millisecond:                "0s",
+		45*time.Second + 600*time.Millisecond: "46s",
+		20 * time.Minute:                      "20m",
+		90 * time.Minute:                      "1h30m",
+		2 * time.Hour:                         "2h",
+		time.Hour + 5*time.Second:             "1h0m5s",
+	} {
+		require.Equal(t, want, RoundDuration(d), "%v", d)
+	}
+}
+
+func TestFlagNamesRoundTrip(t *testing.T) {
+	require.Equal(t, []string{"drain-forced", "terminated"}, FlagNames(lifecycle.FlagDrainForced|lifecycle.FlagTerminated))
+	require.Nil(t, FlagNames(0))
+	names := map[string]bool{}
+	for f := lifecycle.Flags(1); f <= lifecycle.FlagDeletingPods; f <<= 1 {
+		n := FlagNames(f)
+		require.Len(t, n, 1)
+		require.NotContains(t, n[0], "bit-", "flag %#x has no name", uint16(f))
+		require.False(t, names[n[0]])
+		names[n[0]] = true
+	}
+	for i := range 16 {
+		f := lifecycle.Flags(1) << i
+		got, err := ParseFlags(FlagNames(f))
+		require.NoError(t, err)
+		require.Equal(t, f, got)
+	}
+	got, err := ParseFlags(FlagNames(0xffff))
+	require.NoError(t, err)
+	require.Equal(t, lifecycle.Flags(0xffff), got)
+}
+
+func ptr[T any](v T) *T { return &v }

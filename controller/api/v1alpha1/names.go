@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// flagNames names the flags of lifecycle.Flags in status.lifecycle.flags.
+// It is read-only.
+var flagNames = [...]struct {
+	flag lifecycle.Flags
+	name string
+}{
+	{lifecycle.FlagStaleInstance, "stale-instance"},
+	{lifecycle.FlagGranted, "granted"},
+	{lifecycle.FlagWasFailed, "was-failed"},
+	{lifecycle.FlagDrainSucceeded, "drain-succeeded"},
+	{lifecycle.FlagDrainForced, "drain-forced"},
+	{lifecycle.FlagDrainSkipped, "drain-skipped"},
+	{lifecycle.FlagTerminated, "terminated"},
+	{lifecycle.FlagNeedsReplacement, "needs-replacement"},
+	{lifecycle.FlagMetadataUnverified, "metadata-unverified"},
+	{lifecycle.FlagDraining, "draining"},
+	{lifecycle.FlagDeletingPods, "deleting-pods"},
+}
+
+// FlagNames returns the names of the flags set in f, lowest bit first; a
+// bit without a name is "bit-N" (N counting from 0), so every Flags value
+// has names that ParseFlags reads back.
+func FlagNames(f lifecycle.Flags) []string {
+	var out []string
+	for rest := uint16(f); rest != 0; rest &= rest - 1 {
+		bit := lifecycle.Flags(rest & -rest)
+		out = append(out, flagName(bit))
+	}
+	return out
+}
+
+// flagName names the single flag bit.
+func flagName(bit lifecycle.Flags) string {
+	for _, n := range flagNames {
+		if n.flag == bit {
+			return n.name
+		}
+	}
+	return "bit-" + strconv.Itoa(bits.TrailingZeros16(uint16(bit)))
+}
+
+// ParseFlags returns the flags FlagNames named; an unknown name is an
+// error.
+func ParseFlags(names []string) (lifecycle.Flags, error) {
+	var f lifecycle.Flags
+	for _, name := range names {
+		bit, ok := flagOf(name)
+		if !ok {
+			return 0, fmt.Errorf("status.lifecycle.flags: unknown flag %q", name)
+		}
+		f |= bit
+	}
+	return f, nil
+}
+
+// flagOf returns the flag bit name names.
+func flagOf(name string) (lifecycle.Flags, bool) {
+	for _, n := range flagNames {
+		if n.name == name {
+			return n.flag, true
+		}
+	}
+	if rest, ok := strings.CutPrefix(name, "bit-"); ok {
+		if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < 16 && strconv.Itoa(i) == rest {
+			return lifecycle.Flags(1) << i, true
+		}
+	}
+	return 0, false
+}
+
+// ReasonOf returns the rule's identifier in CamelCase, as a condition's
+// reason must be written: "health.waiting-for-node" gives
+// HealthWaitingForNode, "delete.vm" DeleteVM.
+func ReasonOf(r lifecycle.Rule) string { return camel(r.String()) }
+
+// WaitCondition returns the type of the condition that is True while a
+// machine waits for w: "WaitingFor" and the wait's name in CamelCase
+// (WaitingForNodeJoin); "" for lifecycle.WaitNone.
+func WaitCondition(w lifecycle.WaitFor) string {
+	if w == lifecycle.WaitNone {
+		return ""
+	}
+	return "WaitingFor" + camel(w.String())
+}
+
+// camel writes an identifier made of lower-case words, separated by any
+// other character, in CamelCase; the words vm, id and uid in capitals.
+func camel(id string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(id, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		switch w {
+		case "vm", "id", "uid":
+			b.WriteString(strings.ToUpper(w))
+		default:
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}
+
+// RoundDuration writes d rounded to the second, without the zero units
+// Go's duration syntax ends with: 20m, 1h30m, 2h, 45s, 1h0m5s.
+func RoundDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d == 0 {
+		return "0s"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
