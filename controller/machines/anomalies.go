@@ -13,15 +13,17 @@ import (
 // Operators see every irregular input the lifecycle tolerated or refused.
 // For each anomaly bit of a decision (lifecycle.Anomalies) the reconciler
 // records a Warning event on the machine, with the reason anomalyReport
-// names, at most once per anomaly per pass; for a decision whose rule
-// refused the input (an "input." rule) it records a Warning event with the
-// reason InputRefused, at most once per pass. The metrics count
-// the same things without de-duplication: every anomaly bit of every
+// names; for a decision whose rule refused the input (an "input." rule) it
+// records a Warning event with the rule's own reason, or InputRefused for
+// a rule without one. Each is recorded at most once per pass, and at most
+// once per machine and reason per repeatInterval (events.go). The metrics
+// count the same things without de-duplication: every anomaly bit of every
 // decision in purelifecycle_anomalies_total, and every refused input in
 // purelifecycle_decisions_total under its input rule.
 
 // ReasonInputRefused is the reason of the event recorded when a decision's
-// rule refused the input (a rule whose identifier starts with "input.").
+// rule refused the input (a rule whose identifier starts with "input.")
+// and declares no event reason of its own.
 const ReasonInputRefused = "InputRefused"
 
 // reasonUnknownAnomaly is the reason of the event recorded for an anomaly
@@ -82,21 +84,35 @@ func forEachAnomaly(a lifecycle.Anomalies, fn func(bit lifecycle.Anomalies)) {
 // starts with "input.".
 func refusesInput(r lifecycle.Rule) bool { return strings.HasPrefix(r.String(), "input.") }
 
-// report records the Warning events of a decision's anomalies and of a
-// refused input on the machine, each at most once per pass.
+// report records what decision d tells about the machine: the Warning
+// events of its anomalies and of a refused input, the event of its rule
+// when the decision carries none (events.go), and what the machine waits
+// for in the log.
 func (r *Reconciler) report(p *pass, d *lifecycle.Decision) {
 	if p.gone {
 		return
 	}
+	uid := string(p.m.UID)
 	forEachAnomaly(d.Anomalies&^p.reported, func(bit lifecycle.Anomalies) {
 		p.reported |= bit
 		reason, text := anomalyReport(bit)
+		if !r.repeats.allow(uid+"/anomaly/"+reason, r.now()) {
+			return
+		}
 		r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, reason, d.Rule.String(),
 			"%s: %s (rule %s: %s)", anomalyName(bit), text, d.Rule.String(), d.Rule.Text())
 	})
 	if refusesInput(d.Rule) && !p.refused {
 		p.refused = true
-		r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonInputRefused, d.Rule.String(),
-			"rule %s: %s; nothing was done", d.Rule.String(), d.Rule.Text())
+		reason := d.Rule.Event()
+		if reason == "" {
+			reason = ReasonInputRefused
+		}
+		if r.repeats.allow(uid+"/refused/"+reason, r.now()) {
+			r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, reason, d.Rule.String(),
+				"rule %s: %s; nothing was done", d.Rule.String(), d.Rule.Text())
+		}
 	}
+	r.ruleEvent(p, d)
+	r.logWait(p, d)
 }

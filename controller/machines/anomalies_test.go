@@ -60,10 +60,11 @@ func reasons(evs []string) []string {
 	return out
 }
 
-func TestAnomalyEventsAreRecordedOncePerPass(t *testing.T) {
+func TestAnomalyEventsAreRecordedOncePerPassAndInterval(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{recorder: rec, metrics: metrics}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := &Reconciler{recorder: rec, metrics: metrics, now: func() time.Time { return now }}
 
 	// A pass of the most steps a pass has, every one reporting the clamped
 	// stamp, one of them also the adoption.
@@ -89,7 +90,17 @@ func TestAnomalyEventsAreRecordedOncePerPass(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(metrics.anomalies.WithLabelValues("adopted")))
 	require.Equal(t, 0.0, testutil.ToFloat64(metrics.anomalies.WithLabelValues("clock-behind")))
 
-	// The next pass reports again.
+	// A pass within the interval does not report it again, nor does a
+	// pass of another machine hide it; a pass after the interval does.
+	now = now.Add(repeatInterval - time.Second)
+	p = newTestPass()
+	r.decided(p, 0, &lifecycle.Decision{Rule: lifecycle.RuleHealthy, Anomalies: lifecycle.AnomalyStampClamped})
+	require.Empty(t, recorded(rec))
+	other := newTestPass()
+	other.m.UID = "uid-2"
+	r.decided(other, 0, &lifecycle.Decision{Rule: lifecycle.RuleHealthy, Anomalies: lifecycle.AnomalyStampClamped})
+	require.Equal(t, []string{"Warning StatusStampClamped"}, reasons(recorded(rec)))
+	now = now.Add(time.Second)
 	p = newTestPass()
 	r.decided(p, 0, &lifecycle.Decision{Rule: lifecycle.RuleHealthy, Anomalies: lifecycle.AnomalyStampClamped})
 	require.Equal(t, []string{"Warning StatusStampClamped"}, reasons(recorded(rec)))
@@ -98,7 +109,7 @@ func TestAnomalyEventsAreRecordedOncePerPass(t *testing.T) {
 func TestEveryAnomalyOfADecisionIsReported(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{recorder: rec, metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics, now: time.Now}
 
 	var all lifecycle.Anomalies
 	for i := range anomalyBits {
@@ -157,7 +168,7 @@ func TestEveryAnomalyHasItsOwnReason(t *testing.T) {
 func TestRefusedInputIsRecordedOncePerPassAndCountedByRule(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{recorder: rec, metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics, now: time.Now}
 
 	p := newTestPass()
 	for step := range 3 {
@@ -166,6 +177,12 @@ func TestRefusedInputIsRecordedOncePerPassAndCountedByRule(t *testing.T) {
 	evs := recorded(rec)
 	require.Equal(t, []string{"Warning " + ReasonInputRefused}, reasons(evs))
 	require.Contains(t, evs[0], "rule input.invalid-status: "+lifecycle.RuleInvalidStatus.Text())
+
+	// A refusing rule with a reason of its own is recorded under it.
+	p = newTestPass()
+	p.m.UID = "uid-out-of-range"
+	r.decided(p, 0, &lifecycle.Decision{Rule: lifecycle.RuleInputOutOfRange})
+	require.Equal(t, []string{"Warning " + lifecycle.RuleInputOutOfRange.Event()}, reasons(recorded(rec)))
 	require.Equal(t, 3.0, testutil.ToFloat64(metrics.decisions.WithLabelValues("input.invalid-status")))
 
 	// Every input rule refuses, and no other rule does.
@@ -186,7 +203,7 @@ func TestRefusedInputIsRecordedOncePerPassAndCountedByRule(t *testing.T) {
 func TestNothingIsRecordedForAGoneMachine(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{recorder: rec, metrics: metrics}
+	r := &Reconciler{recorder: rec, metrics: metrics, now: time.Now}
 	p := newTestPass()
 	p.gone = true
 	r.decided(p, 0, &lifecycle.Decision{Rule: lifecycle.RuleInvalidStatus, Anomalies: lifecycle.AnomalyStampClamped})

@@ -86,28 +86,10 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, e lifecycle.Effect) (li
 		return r.deleteToken(ctx, p, e.Value)
 
 	case lifecycle.KindEvent:
-		r.event(p, p.decision, e)
+		r.event(p, &p.decision.Status, e)
 		return lifecycle.WriteOK, nil
 	}
 	return lifecycle.WriteFailed, fmt.Errorf("unknown effect %s", e.Kind)
-}
-
-// event records a decision's event on the machine: reason Rule.Event(),
-// message the rule's text and the status' description.
-func (r *Reconciler) event(p *pass, d *lifecycle.Decision, e lifecycle.Effect) {
-	reason := e.Rule.Event()
-	if reason == "" || p.gone {
-		return
-	}
-	typ := corev1.EventTypeNormal
-	if e.Warning {
-		typ = corev1.EventTypeWarning
-	}
-	msg := e.Rule.Text()
-	if desc := lifecycle.Describe(&d.Status, p.m.Name); desc != "" {
-		msg += ": " + desc
-	}
-	r.recorder.Eventf(p.m, nil, typ, reason, e.Rule.String(), "%s", msg)
 }
 
 // updateMachine changes the machine with mutate and writes it, with

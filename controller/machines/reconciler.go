@@ -42,9 +42,13 @@
 // for this.
 //
 // Every decision is counted by rule, and every anomaly it reports
-// (lifecycle.Anomalies) by name; each anomaly of a pass, and an input the
-// lifecycle refused, is also recorded as a Warning event on the machine, once
-// per pass (see Metrics). Options.Observer sees every decision too.
+// (lifecycle.Anomalies) by name (see Metrics). Every rule's declared event
+// is recorded on the machine: the lifecycle's event effects, and the event
+// of a decision that changes nothing (a persisting problem), which the
+// lifecycle does not emit; each anomaly of a pass, and an input the
+// lifecycle refused, is recorded as a Warning event; a repeated report of
+// one machine at most once per 10 minutes (events.go). Options.Observer
+// sees every decision too.
 package machines
 
 import (
@@ -88,7 +92,8 @@ type Reconciler struct {
 
 	writes  *ownWrites
 	grants  *grants
-	workers sync.Pool // of *worker
+	workers sync.Pool     // of *worker
+	repeats repeatLimiter // repeated reports of a machine (events.go)
 }
 
 // worker is what one reconcile uses: its pass's scratch and shell, reused

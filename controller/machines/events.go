@@ -1,0 +1,193 @@
+package machines
+
+import (
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/lifecycle"
+)
+
+// What a machine's events and logs tell, and how often.
+//
+// Every rule that declares an event reason (lifecycle.Rule.Event) has it
+// recorded on the machine when a decision of the rule is made:
+//
+//   - from the decision's KindEvent effect, for a decision that changes the
+//     machine's status: the lifecycle emits one for every such decision
+//     under a rule that declares an event (a phase change, a created
+//     instance, a failed drain, a failed DeleteMachine, a foreign instance,
+//     the end of a hot update, ...); the effect is carried out after the
+//     status is saved, like every effect, and is the only record of it;
+//   - by the reconciler, when it sees a decision that changes nothing and
+//     carries no event (a problem with the machine or its class that
+//     persists, pass after pass): at most once per machine and reason per
+//     repeatInterval, so the problem is told without repeating it at every
+//     requeue.
+//
+// Anomalies and refused inputs are recorded as Warning events too (see
+// anomalies.go), at most once per machine and reason per repeatInterval.
+// What a machine waits for is logged at most once per machine and wait per
+// repeatInterval, with the rule that decided it, so a log says why a
+// machine does not move without repeating it at every requeue.
+//
+// Event notes are sentences: the rule's text and the status' last operation
+// as v1alpha1.Description renders it (node conditions listed, not dumped
+// as Go structs), cut to the events API's limit.
+
+// repeatInterval is how often a repeated report of one machine (the same
+// event reason of a decision that changed nothing, the same anomaly, the
+// same wait) is recorded or logged at most.
+const repeatInterval = 10 * time.Minute
+
+// maxNote is the longest note the events API accepts, in bytes.
+const maxNote = 1024
+
+// normalReasons are the event reasons of good news; every other reason is
+// recorded as a Warning when the reconciler records it itself.
+var normalReasons = map[string]bool{
+	"InstanceCreated":    true,
+	"InstanceReady":      true,
+	"MachineAvailable":   true,
+	"MachineRunning":     true,
+	"MachineTerminating": true,
+	"HotUpdateApplied":   true,
+}
+
+// eventType returns the event type of a reason the reconciler records for
+// a decision without an event effect.
+func eventType(reason string) string {
+	if normalReasons[reason] {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}
+
+// event records a decision's KindEvent effect on the machine: reason
+// Rule.Event(), note the rule's text and the description of st, the status
+// the decision saved.
+func (r *Reconciler) event(p *pass, st *lifecycle.Status, e lifecycle.Effect) {
+	reason := e.Rule.Event()
+	if reason == "" || p.gone {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if e.Warning {
+		typ = corev1.EventTypeWarning
+	}
+	r.record(p, typ, reason, e.Rule, st)
+}
+
+// record records an event of the rule about the machine, with st's
+// description in its note.
+func (r *Reconciler) record(p *pass, typ, reason string, rule lifecycle.Rule, st *lifecycle.Status) {
+	note := sentence(rule.Text()) + " " + sentence(v1alpha1.Description(st, p.m.Name))
+	r.recorder.Eventf(p.m, nil, typ, reason, rule.String(), "%s", cutNote(strings.TrimSpace(note)))
+}
+
+// ruleEvent records the event of decision d's rule when d changes nothing
+// and carries no event effect for it, at most once per machine and reason
+// per repeatInterval (see the comment at the top). A decision that changes
+// the status is told by the lifecycle's own event effect, or by none: it
+// is never recorded here, so no event is recorded twice.
+func (r *Reconciler) ruleEvent(p *pass, d *lifecycle.Decision) {
+	reason := d.Rule.Event()
+	if reason == "" || d.Changed || refusesInput(d.Rule) || carriesEvent(d, reason) {
+		return
+	}
+	if !r.repeats.allow(string(p.m.UID)+"/event/"+reason, r.now()) {
+		return
+	}
+	r.record(p, eventType(reason), reason, d.Rule, &d.Status)
+}
+
+// carriesEvent reports whether d has an event effect with that reason.
+func carriesEvent(d *lifecycle.Decision, reason string) bool {
+	for _, e := range d.Effects.Slice() {
+		if e.Kind == lifecycle.KindEvent && e.Rule.Event() == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// logWait logs what the machine waits for after decision d, and why, at
+// most once per machine and wait per repeatInterval.
+func (r *Reconciler) logWait(p *pass, d *lifecycle.Decision) {
+	w := d.Wait
+	if w.For == lifecycle.WaitNone || !r.repeats.allow(string(p.m.UID)+"/wait/"+w.For.String(), r.now()) {
+		return
+	}
+	kv := []any{"waitingFor", w.For.String(), "rule", d.Rule.String(), "phase", d.Status.Phase.String()}
+	if !w.Since.IsZero() {
+		kv = append(kv, "since", w.Since.Time().Format(time.RFC3339))
+	}
+	if !w.Until.IsZero() {
+		kv = append(kv, "until", w.Until.Time().Format(time.RFC3339))
+	}
+	p.log.Info("machine waits: "+d.Rule.Text(), kv...)
+}
+
+// sentence makes text a sentence: a capital first letter and a full stop;
+// "" stays "".
+func sentence(text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return ""
+	}
+	text = strings.ToUpper(text[:1]) + text[1:]
+	if !strings.HasSuffix(text, ".") {
+		text += "."
+	}
+	return text
+}
+
+// cutNote cuts a note to maxNote bytes at a character boundary, ending it
+// with "…" when it cuts.
+func cutNote(note string) string {
+	if len(note) <= maxNote {
+		return note
+	}
+	cut := maxNote - len("…")
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + "…"
+}
+
+// repeatLimiter remembers when each key was last allowed, so a report is
+// repeated at most once per repeatInterval. The zero value is ready; it is
+// safe for concurrent use. Keys whose interval has passed are forgotten as
+// the map grows, so it holds about the keys of the last interval.
+type repeatLimiter struct {
+	mu      sync.Mutex
+	last    map[string]time.Time
+	sweepAt int
+}
+
+// allow reports whether the key may be reported at now, and if so
+// remembers now for it. A clock that went back allows it.
+func (l *repeatLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[key]; ok && !now.Before(t) && now.Sub(t) < repeatInterval {
+		return false
+	}
+	if l.last == nil {
+		l.last = map[string]time.Time{}
+	}
+	l.last[key] = now
+	if len(l.last) > l.sweepAt {
+		for k, t := range l.last {
+			if now.Sub(t) >= repeatInterval {
+				delete(l.last, k)
+			}
+		}
+		l.sweepAt = max(1024, 2*len(l.last))
+	}
+	return true
+}
