@@ -42,6 +42,8 @@ type Instance struct {
 	// UserData is the class's Secret["userData"] the instance was created
 	// with (where a bootstrap token goes).
 	UserData string
+	// Class is the class CreateMachine was handed (read-only).
+	Class driverapi.Class
 }
 
 // Provider is the fake cloud. The zero value is not usable; call New.
@@ -169,6 +171,7 @@ func (p *Provider) CreateMachine(ctx context.Context, req *driverapi.CreateMachi
 		Generation:  req.Generation,
 		Metadata:    maps.Clone(req.Metadata),
 		UserData:    string(req.Class.Secret["userData"]),
+		Class:       req.Class,
 	}
 	p.instances[i.ProviderID] = i
 	return &driverapi.CreateMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName}, nil

@@ -98,6 +98,9 @@ func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status, in *lifecycle.Input) {
 	in.Object, in.Problem = objectOf(p.m)
 	in.Grant = r.grants.of(p.m.UID)
+	if in.Problem == lifecycle.ProblemNone {
+		in.Problem = r.classOf(ctx, p).problem
+	}
 	node, err := r.findNode(ctx, p.m, st)
 	if err != nil {
 		p.log.Info("reading the node failed", "error", err.Error())
@@ -216,16 +219,20 @@ func nodeView(n *corev1.Node) lifecycle.Node {
 }
 
 // classFor returns the provider configuration of a driver call: the
-// controller's class, with the bootstrap token the pass made sure of in the
-// user data of a CreateMachine (the token effect comes right before the
-// call in the same decision).
-func (r *Reconciler) classFor(p *pass, call *driverapi.Call) driverapi.Class {
-	class := r.class
+// machine's class (classOf), with the bootstrap token the pass made sure of
+// in the user data of a CreateMachine (the token effect comes right before
+// the call in the same decision). It fails on a class that cannot be used.
+func (r *Reconciler) classFor(ctx context.Context, p *pass, call *driverapi.Call) (driverapi.Class, error) {
+	c := r.classOf(ctx, p)
+	if c.problem != lifecycle.ProblemNone {
+		return driverapi.Class{}, c.err
+	}
+	class := c.class
 	ud, ok := class.Secret["userData"]
 	if call.Method != driverapi.MethodCreate || !ok || p.token == "" || !strings.Contains(string(ud), BootstrapTokenPlaceholder) {
-		return class
+		return class, nil
 	}
 	class.Secret = maps.Clone(class.Secret)
 	class.Secret["userData"] = []byte(strings.ReplaceAll(string(ud), BootstrapTokenPlaceholder, p.token))
-	return class
+	return class, nil
 }

@@ -22,8 +22,11 @@ import (
 type Options struct {
 	// Driver is the cloud provider the lifecycle's driver calls go to.
 	Driver driverapi.Driver
-	// Class is the provider configuration handed to every driver call.
-	// The text BootstrapTokenPlaceholder in Class.Secret["userData"] is
+	// Class is the provider configuration of the driver calls that concern
+	// no one machine: the orphan collection's ListMachines and its deletes
+	// of orphans. A machine's own calls are handed its MachineClass, the
+	// one its spec.class names in its namespace (see class.go); the text
+	// BootstrapTokenPlaceholder in the userData of the class's Secret is
 	// replaced with the machine's bootstrap token for CreateMachine.
 	Class driverapi.Class
 	// Config is the lifecycle configuration; nil means
@@ -84,8 +87,8 @@ type Options struct {
 }
 
 // New builds the Machine controller on mgr: the cache indexes it reads
-// with, the controller (Machines, and the Nodes mapped to their machines,
-// reconciled by Options.MaxConcurrentReconciles workers), and the leader's
+// with, the controller (Machines, and the Nodes and MachineClasses mapped to
+// their machines, reconciled by Options.MaxConcurrentReconciles workers), and the leader's
 // fleet pass. Status-only changes of a Machine (the controller's own
 // status writes) do not start a pass; the decision's requeue does. It
 // fails on Options without a Driver or with a Config that does not pass

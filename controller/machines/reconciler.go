@@ -20,8 +20,9 @@
 // with what its own writes return. Its Node (by the machine's node label,
 // else by the node name its status records, else by the node's
 // machine-name label, else by the recorded providerID), the node's
-// VolumeAttachments and the bootstrap token secret are read from the
-// caches. Writes go to the API server; a node is read afresh before it is
+// VolumeAttachments, the bootstrap token secret and the machine's
+// MachineClass are read from the caches; the class's Secret, once per
+// pass, from the API server (class.go). Writes go to the API server; a node is read afresh before it is
 // written, so a write does not lose to a stale cache.
 //
 // Machines are reconciled by Options.MaxConcurrentReconciles workers, one
@@ -129,6 +130,8 @@ type pass struct {
 	// refused reports whether this pass recorded the event of a refused
 	// input.
 	refused bool
+	// class is the machine's class, read once per pass (classOf).
+	class *classRead
 }
 
 // errGone is the error of a write to a machine that is gone.
@@ -277,11 +280,18 @@ func (p *pass) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write,
 }
 
 // Invoke implements lpass.Shell: the driver, with the provider
-// configuration of the call (classFor).
+// configuration of the call (classFor). A class that cannot be used is
+// the input's Problem, on which the lifecycle calls no driver; should it
+// call one anyway, the driver is not called and the answer is Unavailable.
 func (p *pass) Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result) {
 	ctx, cancel := p.io(ctx)
 	defer cancel()
-	*res = driverapi.Invoke(ctx, p.r.driver, *c, p.r.classFor(p, c))
+	class, err := p.r.classFor(ctx, p, c)
+	if err != nil {
+		*res = driverapi.ResultOf(c.Method, driverapi.Wrap(driverapi.Unavailable, "machine class unusable; the driver was not called", err))
+	} else {
+		*res = driverapi.Invoke(ctx, p.r.driver, *c, class)
+	}
 	p.log.V(1).Info("driver", "call", lifecycle.CallString(*c), "code", res.Code.String(), "error", res.ErrorText())
 }
 

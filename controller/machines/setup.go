@@ -22,8 +22,9 @@ import (
 )
 
 // setup registers the cache indexes the reconciler reads with and the
-// controller named name with its workers: Machines, the Nodes mapped to
-// their machines, and the machines the fleet pass sends on granted.
+// controller named name with its workers: Machines, the Nodes and
+// MachineClasses mapped to their machines, and the machines the fleet pass
+// sends on granted.
 func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <-chan event.GenericEvent) error {
 	// The indexes are registered before the manager starts; the context
 	// only bounds the informers' creation, which does not wait.
@@ -53,6 +54,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <
 			}
 			return nonEmpty(m.Spec.ProviderID, pid)
 		}},
+		{&v1alpha1.Machine{}, machineClassIndex, func(o client.Object) []string {
+			return nonEmpty(o.(*v1alpha1.Machine).Spec.Class.Name)
+		}},
 	} {
 		if err := idx.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return err
@@ -63,6 +67,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <
 		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionRequested))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfNode)).
+		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass)).
 		WatchesRawSource(source.Channel(granted, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -136,11 +136,13 @@ func needEnv(t *testing.T) {
 }
 
 // newNamespace returns a fresh namespace, so each test's machines form
-// their own fleet.
+// their own fleet, holding the fake provider's MachineClass (fakeClass),
+// which machineSpec's machines name.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns := fmt.Sprintf("test-%d", nsSeq.Add(1))
 	require.NoError(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	fakeClass(t, ns)
 	return ns
 }
 
@@ -153,12 +155,13 @@ func newMachine(t *testing.T, ns, name string, health time.Duration) *v1alpha1.M
 	return m
 }
 
-// machineSpec returns a machine with short timeouts.
+// machineSpec returns a machine with short timeouts, of the MachineClass
+// fakeClassName (newNamespace makes it).
 func machineSpec(ns, name string, health time.Duration) *v1alpha1.Machine {
 	return &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.MachineSpec{
-			Class: v1alpha1.ClassSpec{Kind: "FakeMachineClass", Name: "fake"},
+			Class: v1alpha1.ClassSpec{Name: fakeClassName},
 			MachineConfiguration: v1alpha1.MachineConfiguration{
 				MachineCreationTimeout: &metav1.Duration{Duration: 2 * time.Minute},
 				MachineHealthTimeout:   &metav1.Duration{Duration: health},

@@ -239,9 +239,9 @@ func newManager(cfg *rest.Config, o options, provider *fakecloud.Provider) (ctrl
 	}
 	r, err := machines.New(mgr, machines.Options{
 		Driver: driver,
-		Class: driverapi.Class{Name: "fake", Secret: map[string][]byte{
-			"userData": []byte("#!/bin/sh\n# join the cluster with bootstrap token " + machines.BootstrapTokenPlaceholder + "\n"),
-		}},
+		// The orphan collection's calls; a machine's own calls are handed
+		// the MachineClass its spec.class names.
+		Class:                   driverapi.Class{Name: "fake"},
 		Name:                    o.name,
 		MaxConcurrentReconciles: o.workers,
 		ReadFromAPIServer:       o.fromAPIServer,

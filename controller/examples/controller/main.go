@@ -1,13 +1,20 @@
 // Command controller is the smallest Machine controller built on package
 // machines: a manager, the fake cloud provider and its fake kubelet, and
-// machines.New. It expects the Machine CRD installed (cmd/manager installs
-// it, or kubectl apply -f config/crd). Run it against a cluster of your own:
+// machines.New. It expects the Machine and MachineClass CRDs installed
+// (cmd/manager installs them, or kubectl apply -f config/crd). Run it
+// against a cluster of your own; each machine names its MachineClass in
+// spec.class:
 //
 //	go run ./examples/controller -kubeconfig ~/.kube/config
 //	kubectl create -f - <<EOF
 //	apiVersion: machine.purelifecycle.dev/v1alpha1
+//	kind: MachineClass
+//	metadata: {name: fake, namespace: default}
+//	---
+//	apiVersion: machine.purelifecycle.dev/v1alpha1
 //	kind: Machine
 //	metadata: {name: example-1, namespace: default}
+//	spec: {class: {name: fake}}
 //	EOF
 //	kubectl get machines -w    # Pending, then Running
 //
@@ -53,7 +60,7 @@ func main() {
 	cloud := fakecloud.New()
 	if _, err := machines.New(mgr, machines.Options{
 		Driver:                  cloud,
-		Class:                   driverapi.Class{Name: "fake"},
+		Class:                   driverapi.Class{Name: "fake"}, // the orphan collection's
 		MaxConcurrentReconciles: 4,
 	}); err != nil {
 		log.Error(err, "controller")
