@@ -76,8 +76,9 @@ type Options struct {
 	// it is shown.
 	Observer lpass.Observer
 	// Registerer, when set, registers the controller's metrics (see
-	// Metrics); controller-runtime's metrics.Registry is what its metrics
-	// server serves.
+	// Metrics; the driver's calls are counted through Metrics.Instrument);
+	// controller-runtime's metrics.Registry is what its metrics server
+	// serves.
 	Registerer prometheus.Registerer
 	// EventSource names the controller in the events it records; "" means
 	// "purelifecycle-machine-controller".
@@ -139,6 +140,7 @@ func New(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		if r.metrics, err = NewMetrics(opts.Registerer, mgr.GetClient(), &r.config, r.now); err != nil {
 			return nil, err
 		}
+		r.driver = r.metrics.Instrument(r.driver)
 	}
 	f := &fleetRunnable{r: r, interval: orDefault(opts.FleetInterval, 10*time.Second),
 		orphanInterval: orDefault(opts.OrphanInterval, 10*time.Minute), enqueue: make(chan event.GenericEvent, 64)}

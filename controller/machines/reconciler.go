@@ -156,6 +156,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rep.End == lpass.EndDone {
 		p.refreshStatus(ctx, &w.scratch.Decision)
 	}
+	if r.metrics != nil {
+		r.metrics.Passed(rep, r.now().Sub(p.now))
+	}
 	var unreadable *statusUnreadable
 	switch {
 	case rep.End == lpass.EndObserveFailed && errors.As(rep.Err, &unreadable):

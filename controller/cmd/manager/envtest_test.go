@@ -299,6 +299,9 @@ func TestMachineReachesRunningAndItsNodeIsFreed(t *testing.T) {
 			contains(got, "Normal "+lifecycle.RuleHealthJoined.Event()), fmt.Sprint(got)
 	})
 	require.GreaterOrEqual(t, metricValue(t, "purelifecycle_decisions_total", "rule", "health.joined"), 1.0)
+	// Passes and driver calls are counted as they happen.
+	require.GreaterOrEqual(t, metricValue(t, "purelifecycle_passes_total", "end", "done"), 1.0)
+	require.GreaterOrEqual(t, metricValue(t, "purelifecycle_driver_calls_total", "code", "OK"), 1.0)
 	// The fleet summary is the leader's fleet pass's, up to a fleet
 	// interval old.
 	eventually(t, 5*time.Second, "the fleet summary counts it", func() (bool, string) {

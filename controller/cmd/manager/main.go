@@ -19,12 +19,11 @@
 // and the metrics on --metrics-bind-address at /metrics, over HTTPS by
 // default, to clients the API server authenticates (a bearer token,
 // through a TokenReview) and authorizes to get the non-resource URL
-// /metrics (through a SubjectAccessReview):
-// purelifecycle_decisions_total by rule (the "input." rules count refused
-// inputs), purelifecycle_anomalies_total by anomaly, and the fleet summary
-// (purelifecycle_machines and its kin). Besides the events the decisions
-// ask for, every anomaly a pass reports and every refused input is recorded
-// as a Warning event on the machine, once per pass.
+// /metrics (through a SubjectAccessReview): decisions by rule, anomalies,
+// driver calls, passes and the fleet summary (doc/metrics.md lists them).
+// Every rule's declared event is recorded on the machine, and so is every
+// anomaly and refused input, as a Warning event (see the machines
+// package).
 //
 // On SIGTERM the passes in flight finish the effects they started and save
 // what they did, within --graceful-shutdown-timeout, and then the lease is
