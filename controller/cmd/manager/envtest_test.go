@@ -140,9 +140,16 @@ func needEnv(t *testing.T) {
 // which machineSpec's machines name.
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	ns := newBareNamespace(t)
+	fakeClass(t, ns)
+	return ns
+}
+
+// newBareNamespace returns a fresh namespace that holds nothing.
+func newBareNamespace(t *testing.T) string {
+	t.Helper()
 	ns := fmt.Sprintf("test-%d", nsSeq.Add(1))
 	require.NoError(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	fakeClass(t, ns)
 	return ns
 }
 
