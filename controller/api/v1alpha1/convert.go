@@ -18,7 +18,9 @@ import (
 
 // Decided is what the status records of the decision that left it, besides
 // its lifecycle.Status: the rule that decided and what the machine waits
-// for (lifecycle.Decision's Rule and Wait).
+// for (lifecycle.Decision's Rule and Wait). It is not part of the API.
+//
+// +kubebuilder:object:generate=false
 type Decided struct {
 	// Rule is the rule that decided.
 	Rule lifecycle.Rule
