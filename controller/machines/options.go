@@ -97,39 +97,9 @@ type Options struct {
 // CacheOptions (or their ByObject entry for Secrets), so that it holds only
 // bootstrap token secrets.
 func New(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
-	if opts.Driver == nil {
-		return nil, errors.New("machines: Options.Driver is nil")
-	}
-	cfg := lifecycle.DefaultConfig()
-	if opts.Config != nil {
-		cfg = *opts.Config
-		cfg.NodeConditions = append([]string(nil), cfg.NodeConditions...)
-	}
-	checked, err := cfg.Check()
+	r, err := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), opts)
 	if err != nil {
-		return nil, fmt.Errorf("machines: %w", err)
-	}
-	r := &Reconciler{
-		client:        mgr.GetClient(),
-		reader:        mgr.GetAPIReader(),
-		driver:        opts.Driver,
-		class:         opts.Class,
-		config:        cfg,
-		checked:       checked,
-		observer:      opts.Observer,
-		now:           opts.Now,
-		tokenID:       opts.TokenID,
-		fromAPIServer: opts.ReadFromAPIServer,
-		callTimeout:   orDefault(opts.CallTimeout, 30*time.Second),
-		writes:        newOwnWrites(),
-		grants:        &grants{},
-	}
-	r.workers.New = func() any { return &worker{} }
-	if r.now == nil {
-		r.now = time.Now
-	}
-	if r.tokenID == nil {
-		r.tokenID = TokenIDFromUID
+		return nil, err
 	}
 	source := opts.EventSource
 	if source == "" {
@@ -156,6 +126,47 @@ func New(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	if err := r.setup(mgr, name, max(opts.MaxConcurrentReconciles, 1), f.enqueue); err != nil {
 		return nil, err
+	}
+	return r, nil
+}
+
+// newReconciler returns the reconciler of opts that reads and writes
+// through c (the manager's client) and reader (its API reader), without
+// its recorder and metrics.
+func newReconciler(c client.Client, reader client.Reader, opts Options) (*Reconciler, error) {
+	if opts.Driver == nil {
+		return nil, errors.New("machines: Options.Driver is nil")
+	}
+	cfg := lifecycle.DefaultConfig()
+	if opts.Config != nil {
+		cfg = *opts.Config
+		cfg.NodeConditions = append([]string(nil), cfg.NodeConditions...)
+	}
+	checked, err := cfg.Check()
+	if err != nil {
+		return nil, fmt.Errorf("machines: %w", err)
+	}
+	r := &Reconciler{
+		client:        c,
+		reader:        reader,
+		driver:        opts.Driver,
+		class:         opts.Class,
+		config:        cfg,
+		checked:       checked,
+		observer:      opts.Observer,
+		now:           opts.Now,
+		tokenID:       opts.TokenID,
+		fromAPIServer: opts.ReadFromAPIServer,
+		callTimeout:   orDefault(opts.CallTimeout, 30*time.Second),
+		writes:        newOwnWrites(),
+		grants:        &grants{},
+	}
+	r.workers.New = func() any { return &worker{} }
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.tokenID == nil {
+		r.tokenID = TokenIDFromUID
 	}
 	return r, nil
 }

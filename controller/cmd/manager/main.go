@@ -236,6 +236,8 @@ func newManager(cfg *rest.Config, o options, provider *fakecloud.Provider) (ctrl
 	if o.driver != nil {
 		driver = o.driver(provider)
 	}
+	// A class may ask the fake provider for faults (fakecloud.ClassFaults).
+	driver = fakecloud.WithClassFaults(driver)
 	r, err := machines.New(mgr, machines.Options{
 		Driver: driver,
 		// The orphan collection's calls; a machine's own calls are handed
