@@ -20,9 +20,15 @@ const ConditionReady = "Ready"
 // conditionsOf returns the machine's conditions as decision d leaves it
 // with status st: Ready, and one condition per thing the machine waits or
 // has waited for, True for what it waits for now and False for the rest.
-// Conditions of other types, which others may have set, are kept.
+// Conditions of other types, which others may have set, are kept, but for
+// those of a type of the node's conditions st mirrors: an earlier version
+// of the controller kept the node's conditions in status.conditions, and
+// they are dropped once they are mirrored in status.nodeConditions.
 func conditionsOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) []metav1.Condition {
-	conds := slices.Clone(m.Status.Conditions)
+	conds := slices.DeleteFunc(slices.Clone(m.Status.Conditions), func(c metav1.Condition) bool {
+		return c.Type != ConditionReady && !strings.HasPrefix(c.Type, "WaitingFor") &&
+			slices.ContainsFunc(st.Conditions, func(n lifecycle.Condition) bool { return n.Type == c.Type })
+	})
 	set := func(typ string, status metav1.ConditionStatus, message string) {
 		meta.SetStatusCondition(&conds, metav1.Condition{Type: typ, Status: status, ObservedGeneration: m.Generation,
 			LastTransitionTime: metav1.NewTime(now), Reason: ReasonOf(d.Rule), Message: message})

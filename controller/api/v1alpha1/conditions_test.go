@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -200,3 +201,43 @@ func TestFlagNamesRoundTrip(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A status the earlier controller wrote, with the flags as bits and the
+// node's conditions in status.conditions, is read, and its next save
+// writes the flags' names and drops the node's conditions once they are
+// mirrored in nodeConditions.
+func TestStatusOfTheEarlierControllerIsRead(t *testing.T) {
+	earlier := `{"metadata":{"name":"m-1","generation":2},"status":{
+		"conditions":[
+			{"type":"Ready","status":"True","lastHeartbeatTime":"2026-11-22T09:00:00Z","lastTransitionTime":"2026-11-22T09:00:00Z","reason":"KubeletReady","message":"ok"},
+			{"type":"MemoryPressure","status":"False","lastHeartbeatTime":"2026-11-22T09:00:00Z","lastTransitionTime":"2026-11-22T09:00:00Z","reason":"KubeletHasSufficientMemory","message":"ok"}],
+		"currentStatus":{"phase":"Terminating"},
+		"lastOperation":{"type":"Delete","state":"Processing"},
+		"lifecycle":{"stage":"drain","flags":24}}}`
+	var m Machine
+	require.NoError(t, json.Unmarshal([]byte(earlier), &m))
+	require.Equal(t, FlagList{"drain-succeeded", "drain-forced"}, m.Status.Lifecycle.Flags)
+	st, err := m.Status.ToLifecycle()
+	require.NoError(t, err)
+	require.Equal(t, lifecycle.FlagDrainSucceeded|lifecycle.FlagDrainForced, st.Flags)
+	require.Empty(t, st.Conditions, "the node's conditions are mirrored again from the node")
+
+	// The first save keeps them, the node's conditions not mirrored yet;
+	// a save after they are drops them.
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	ms := StatusOf(&m, &st, Decided{Rule: lifecycle.RuleDeleteDrain}, now)
+	require.NotNil(t, meta.FindStatusCondition(ms.Conditions, "MemoryPressure"))
+	m.Status = ms
+	st.Conditions = []lifecycle.Condition{{Type: "Ready", Status: lifecycle.ConditionTrue}, {Type: "MemoryPressure", Status: lifecycle.ConditionFalse}}
+	ms = StatusOf(&m, &st, Decided{Rule: lifecycle.RuleHealthConditions}, now)
+	require.Nil(t, meta.FindStatusCondition(ms.Conditions, "MemoryPressure"))
+	ready := meta.FindStatusCondition(ms.Conditions, ConditionReady)
+	require.Equal(t, "HealthConditions", ready.Reason)
+	require.Len(t, ms.NodeConditions, 2)
+
+	b, err := json.Marshal(&Machine{Status: ms})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"flags":["drain-succeeded","drain-forced"]`)
+	var bad Machine
+	require.Error(t, json.Unmarshal([]byte(`{"status":{"lifecycle":{"flags":{"a":1}}}}`), &bad))
+}

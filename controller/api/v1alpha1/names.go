@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -27,6 +28,27 @@ var flagNames = [...]struct {
 	{lifecycle.FlagMetadataUnverified, "metadata-unverified"},
 	{lifecycle.FlagDraining, "draining"},
 	{lifecycle.FlagDeletingPods, "deleting-pods"},
+}
+
+// FlagList is the names of the flags of a status (FlagNames). It also
+// reads the number an earlier version of the controller wrote, the flags'
+// bits, so a machine it saved is read by this one; its next save writes
+// the names.
+type FlagList []string
+
+// UnmarshalJSON reads a list of names, or a number of flag bits.
+func (l *FlagList) UnmarshalJSON(b []byte) error {
+	var bits uint16
+	if err := json.Unmarshal(b, &bits); err == nil {
+		*l = FlagNames(lifecycle.Flags(bits))
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return fmt.Errorf("status.lifecycle.flags: neither flag names nor flag bits: %w", err)
+	}
+	*l = names
+	return nil
 }
 
 // FlagNames returns the names of the flags set in f, lowest bit first; a

@@ -225,7 +225,7 @@ type LifecycleState struct {
 	// Flags name the facts the flows recorded (drain-forced, terminated,
 	// ...; a bit this version does not name is "bit-N").
 	// +optional
-	Flags []string `json:"flags,omitempty"`
+	Flags FlagList `json:"flags,omitempty"`
 	// Failures count consecutive failures per sub-flow.
 	// +optional
 	Failures Failures `json:"failures,omitempty"`
