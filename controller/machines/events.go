@@ -31,9 +31,10 @@ import (
 //
 // Anomalies and refused inputs are recorded as Warning events too (see
 // anomalies.go), at most once per machine and reason per repeatInterval.
-// What a machine waits for is logged at most once per machine and wait per
-// repeatInterval, with the rule that decided it, so a log says why a
-// machine does not move without repeating it at every requeue.
+// What a machine waits for at the end of a pass is logged at most once per
+// machine and wait per repeatInterval, with the rule that decided it, so a
+// log says why a machine does not move without repeating it at every
+// requeue.
 //
 // Event notes are sentences: the rule's text and the status' last operation
 // as v1alpha1.Description renders it (node conditions listed, not dumped
@@ -116,10 +117,12 @@ func carriesEvent(d *lifecycle.Decision, reason string) bool {
 }
 
 // logWait logs what the machine waits for after decision d, and why, at
-// most once per machine and wait per repeatInterval.
+// most once per machine and wait per repeatInterval: only for a decision
+// that ends its pass (lifecycle.Decision.Done), as the machine then waits
+// until its requeue; a decision with effects is acting, not waiting.
 func (r *Reconciler) logWait(p *pass, d *lifecycle.Decision) {
 	w := d.Wait
-	if w.For == lifecycle.WaitNone || !r.repeats.allow(string(p.m.UID)+"/wait/"+w.For.String(), r.now()) {
+	if w.For == lifecycle.WaitNone || !d.Done() || !r.repeats.allow(string(p.m.UID)+"/wait/"+w.For.String(), r.now()) {
 		return
 	}
 	kv := []any{"waitingFor", w.For.String(), "rule", d.Rule.String(), "phase", d.Status.Phase.String()}

@@ -185,6 +185,12 @@ func TestWaitsAreLoggedOncePerMachineWaitAndInterval(t *testing.T) {
 	// Not waiting: nothing.
 	r.report(p, &lifecycle.Decision{Rule: lifecycle.RuleHealthy})
 	require.Len(t, lines, 3)
+	// A decision that acts is not a wait.
+	acting := *join
+	acting.Changed = true
+	now = now.Add(repeatInterval)
+	r.report(p, &acting)
+	require.Len(t, lines, 3)
 }
 
 func TestRepeatLimiterForgetsOldKeys(t *testing.T) {
