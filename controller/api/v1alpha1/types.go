@@ -8,6 +8,11 @@ import (
 // Machine is a virtual machine (or any instance a provider creates) whose
 // lifecycle the controller decides with github.com/purelifecycle/machine.
 //
+// kubectl get shows its phase, what it waits for and until when, and its
+// age. Until is a string column, the deadline in RFC 3339: kubectl shows a
+// date column as the time since it, which a deadline still to come does
+// not have ("<invalid>").
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mc
