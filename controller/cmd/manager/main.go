@@ -4,9 +4,11 @@
 //
 //	go run ./cmd/manager --kubeconfig ~/.kube/config --fake-kubelet
 //
-// It installs the Machine CRD (machine.purelifecycle.dev/v1alpha1), then
-// decides every Machine's lifecycle with the purelifecycle core, with
-// --max-concurrent-reconciles workers. With --fake-kubelet it also
+// It installs the Machine and MachineClass CRDs
+// (machine.purelifecycle.dev/v1alpha1), then decides every Machine's
+// lifecycle with the purelifecycle core, with --max-concurrent-reconciles
+// workers, each machine's driver calls handed the MachineClass its
+// spec.class names. With --fake-kubelet it also
 // registers a Ready node for every instance the fake provider creates, so
 // machines reach Running without real VMs.
 //
@@ -138,7 +140,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", o.secureMetrics,
 		"serve metrics over HTTPS to clients the API server authenticates and authorizes for /metrics; false serves plain HTTP to anyone")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", o.probeAddr, "address the /healthz and /readyz probes bind to; 0 disables them")
-	fs.BoolVar(&o.installCRD, "install-crd", o.installCRD, "create or update the Machine CRD before starting")
+	fs.BoolVar(&o.installCRD, "install-crd", o.installCRD, "create or update the Machine and MachineClass CRDs before starting")
 	fs.BoolVar(&o.fakeKubelet, "fake-kubelet", o.fakeKubelet, "register a Ready node for every instance of the fake provider")
 	fs.BoolVar(&o.verbose, "v", o.verbose, "log every decision, also those that change nothing")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", o.workers, "how many machines are reconciled at once")
