@@ -198,6 +198,11 @@ func TestFlagNamesRoundTrip(t *testing.T) {
 	got, err := ParseFlags(FlagNames(0xffff))
 	require.NoError(t, err)
 	require.Equal(t, lifecycle.Flags(0xffff), got)
+	// Each entry is one name, as FlagNames writes it.
+	for _, bad := range [][]string{{"drain-forced,terminated"}, {""}, {"bit-4"}, {"no-such-flag"}} {
+		_, err := ParseFlags(bad)
+		require.Error(t, err, "%q", bad)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -3,32 +3,11 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
-	"math/bits"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/purelifecycle/machine/lifecycle"
 )
-
-// flagNames names the flags of lifecycle.Flags in status.lifecycle.flags.
-// It is read-only.
-var flagNames = [...]struct {
-	flag lifecycle.Flags
-	name string
-}{
-	{lifecycle.FlagStaleInstance, "stale-instance"},
-	{lifecycle.FlagGranted, "granted"},
-	{lifecycle.FlagWasFailed, "was-failed"},
-	{lifecycle.FlagDrainSucceeded, "drain-succeeded"},
-	{lifecycle.FlagDrainForced, "drain-forced"},
-	{lifecycle.FlagDrainSkipped, "drain-skipped"},
-	{lifecycle.FlagTerminated, "terminated"},
-	{lifecycle.FlagNeedsReplacement, "needs-replacement"},
-	{lifecycle.FlagMetadataUnverified, "metadata-unverified"},
-	{lifecycle.FlagDraining, "draining"},
-	{lifecycle.FlagDeletingPods, "deleting-pods"},
-}
 
 // FlagList is the names of the flags of a status (FlagNames). It also
 // reads the number an earlier version of the controller wrote, the flags'
@@ -51,55 +30,28 @@ func (l *FlagList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// FlagNames returns the names of the flags set in f, lowest bit first; a
-// bit without a name is "bit-N" (N counting from 0), so every Flags value
-// has names that ParseFlags reads back.
+// FlagNames returns the names of the flags set in f, lowest bit first, as
+// lifecycle.Flags.String names them ("bit-N" for a bit no flag declares),
+// so every Flags value has names that ParseFlags reads back.
 func FlagNames(f lifecycle.Flags) []string {
-	var out []string
-	for rest := uint16(f); rest != 0; rest &= rest - 1 {
-		bit := lifecycle.Flags(rest & -rest)
-		out = append(out, flagName(bit))
+	if f == 0 {
+		return nil
 	}
-	return out
+	return strings.Split(f.String(), ",")
 }
 
-// flagName names the single flag bit.
-func flagName(bit lifecycle.Flags) string {
-	for _, n := range flagNames {
-		if n.flag == bit {
-			return n.name
-		}
-	}
-	return "bit-" + strconv.Itoa(bits.TrailingZeros16(uint16(bit)))
-}
-
-// ParseFlags returns the flags FlagNames named; an unknown name is an
-// error.
+// ParseFlags returns the flags FlagNames named (lifecycle.ParseFlags of
+// each); an unknown name is an error.
 func ParseFlags(names []string) (lifecycle.Flags, error) {
 	var f lifecycle.Flags
 	for _, name := range names {
-		bit, ok := flagOf(name)
-		if !ok {
+		bit, err := lifecycle.ParseFlags(name)
+		if name == "" || strings.Contains(name, ",") || err != nil {
 			return 0, fmt.Errorf("status.lifecycle.flags: unknown flag %q", name)
 		}
 		f |= bit
 	}
 	return f, nil
-}
-
-// flagOf returns the flag bit name names.
-func flagOf(name string) (lifecycle.Flags, bool) {
-	for _, n := range flagNames {
-		if n.name == name {
-			return n.flag, true
-		}
-	}
-	if rest, ok := strings.CutPrefix(name, "bit-"); ok {
-		if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < 16 && strconv.Itoa(i) == rest {
-			return lifecycle.Flags(1) << i, true
-		}
-	}
-	return 0, false
 }
 
 // ReasonOf returns the rule's identifier in CamelCase, as a condition's
