@@ -67,8 +67,9 @@
 //	r := pass.Run(ctx, &checked, shell, now, &scratch, nil)
 //	return ctrl.Result{RequeueAfter: r.Requeue}, r.Err
 //
-// examples/inmemory runs the same loop (examples/shell, with hooks that
-// crash a pass for its tests) against an in-memory provider.
+// examples/inmemory runs pass.Run over examples/shell, a binding of an
+// in-memory world (with a wrapper that crashes a pass for its tests), and
+// an in-memory provider.
 //
 // # The fleet
 //

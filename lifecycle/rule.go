@@ -361,6 +361,15 @@ func (r Rule) Event() string {
 	return ruleSpecs[r].event
 }
 
+// Warning reports whether the rule's event is a Warning (the machine needs
+// attention) rather than Normal; false for a rule without an event.
+func (r Rule) Warning() bool {
+	if r >= ruleCount {
+		return false
+	}
+	return ruleSpecs[r].warn
+}
+
 // spec returns a copy of the rule's entry of the table, and false for an
 // undeclared rule.
 func (r Rule) spec() (ruleSpec, bool) {

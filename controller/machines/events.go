@@ -48,24 +48,13 @@ const repeatInterval = 10 * time.Minute
 // maxNote is the longest note the events API accepts, in bytes.
 const maxNote = 1024
 
-// normalReasons are the event reasons of good news; every other reason is
-// recorded as a Warning when the reconciler records it itself.
-var normalReasons = map[string]bool{
-	"InstanceCreated":    true,
-	"InstanceReady":      true,
-	"MachineAvailable":   true,
-	"MachineRunning":     true,
-	"MachineTerminating": true,
-	"HotUpdateApplied":   true,
-}
-
-// eventType returns the event type of a reason the reconciler records for
-// a decision without an event effect.
-func eventType(reason string) string {
-	if normalReasons[reason] {
-		return corev1.EventTypeNormal
+// eventType returns the event type of rule r's event: Warning when the
+// rule says the machine needs attention (lifecycle.Rule.Warning).
+func eventType(r lifecycle.Rule) string {
+	if r.Warning() {
+		return corev1.EventTypeWarning
 	}
-	return corev1.EventTypeWarning
+	return corev1.EventTypeNormal
 }
 
 // event records a decision's KindEvent effect on the machine: reason
@@ -103,7 +92,7 @@ func (r *Reconciler) ruleEvent(p *pass, d *lifecycle.Decision) {
 	if !r.repeats.allow(string(p.m.UID)+"/event/"+reason, r.now()) {
 		return
 	}
-	r.record(p, eventType(reason), reason, d.Rule, &d.Status)
+	r.record(p, eventType(d.Rule), reason, d.Rule, &d.Status)
 }
 
 // carriesEvent reports whether d has an event effect with that reason.

@@ -15,32 +15,21 @@ import (
 	"github.com/purelifecycle/machine/phase"
 )
 
-// warningReasons are the declared event reasons recorded as Warnings when
-// the reconciler records them itself.
-var warningReasons = []string{"InputOutOfRange", "InvalidMachine", "ClassUnavailable", "InvalidNodeTemplate",
-	"CreateFailed", "StaleNode", "EmptyIdentity", "ForeignInstance", "InitializeFailed", "MachineFailed",
-	"MachineUnhealthy", "DrainFailed", "DeleteFailed", "NeedsReplacement"}
-
-// Every reason a rule declares is either good news or a warning, so a
-// reason the lifecycle adds is classified here before it is recorded.
-func TestEveryDeclaredEventReasonIsClassified(t *testing.T) {
-	declared := map[string]bool{}
+// Every rule's event the reconciler records itself has the lifecycle's
+// type: Warning for the rules whose machines need attention.
+func TestRuleEventsTakeTheLifecyclesType(t *testing.T) {
 	for _, r := range lifecycle.Rules() {
-		if reason := r.Event(); reason != "" {
-			declared[reason] = true
-			warning := slices.Contains(warningReasons, reason)
-			require.NotEqual(t, warning, normalReasons[reason], "reason %s of rule %s is classified %s", reason, r,
-				map[bool]string{true: "twice", false: "nowhere"}[warning])
+		if r.Event() == "" {
+			continue
 		}
+		want := "Normal"
+		if r.Warning() {
+			want = "Warning"
+		}
+		require.Equal(t, want, eventType(r), "rule %s", r)
 	}
-	for reason := range normalReasons {
-		require.True(t, declared[reason], "normal reason %s is declared by no rule", reason)
-	}
-	for _, reason := range warningReasons {
-		require.True(t, declared[reason], "warning reason %s is declared by no rule", reason)
-		require.Equal(t, "Warning", eventType(reason))
-	}
-	require.Equal(t, "Normal", eventType("InstanceCreated"))
+	require.Equal(t, "Normal", eventType(lifecycle.RuleCreateCreated))
+	require.Equal(t, "Warning", eventType(lifecycle.RuleDeleteDrainFailed))
 }
 
 // The lifecycle emits the event of every decision that changes the status

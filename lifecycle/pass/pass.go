@@ -40,7 +40,7 @@ type Shell interface {
 	// it failed.
 	Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string)
 	// Invoke asks the driver c and writes its answer into res (a driver
-	// error is an answer; driverapi.InvokeInto does it).
+	// error is an answer, as driverapi.Invoke returns it).
 	Invoke(ctx context.Context, c *driverapi.Call, res *driverapi.Result)
 	// Node returns the node of that name, or the zero Node: the node a
 	// CreateMachine answer names, for the lifecycle's stale-node check.
@@ -167,12 +167,12 @@ func Run(ctx context.Context, cfg *lifecycle.Checked, sh Shell, now time.Time, s
 		}
 		carryOut(ctx, sh, d, out)
 		// The next step decides from the object as the last write left it,
-		// the status just saved and the outcome.
-		status := d.Status
+		// the status just saved (Observe does not touch the decision) and
+		// the outcome.
 		if err := sh.Observe(ctx, now, in); err != nil {
 			return Report{Requeue: retry.Short, Steps: r.Steps, End: EndObserveFailed, Err: err}
 		}
-		in.Status, in.Outcome = status, out
+		in.Status, in.Outcome = d.Status, out
 	}
 }
 
