@@ -68,6 +68,7 @@ import (
 	"github.com/purelifecycle/machine/controller/fakecloud"
 	"github.com/purelifecycle/machine/controller/machines"
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/lifecycle/pass"
 )
 
@@ -113,12 +114,14 @@ type options struct {
 	//
 	// name names the controller (unique in a process); registerer
 	// registers the controller's metrics (nil: none); driver wraps the
-	// fake provider; observer sees every decision; tweak changes the
-	// manager's options last.
+	// fake provider; observer sees every decision; config is the
+	// lifecycle's configuration (nil: lifecycle.DefaultConfig); tweak
+	// changes the manager's options last.
 	name       string
 	registerer prometheus.Registerer
 	driver     func(*fakecloud.Provider) driverapi.Driver
 	observer   pass.Observer
+	config     *lifecycle.Config
 	tweak      func(*ctrl.Options)
 }
 
@@ -254,6 +257,7 @@ func newManager(cfg *rest.Config, o options, provider *fakecloud.Provider) (ctrl
 		TokenID:                 tokenID,
 		Registerer:              o.registerer,
 		Observer:                o.observer,
+		Config:                  o.config,
 	})
 	if err != nil {
 		return nil, nil, err
