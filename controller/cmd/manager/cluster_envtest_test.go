@@ -43,6 +43,7 @@ type checker struct {
 	violations []string
 	broken     int
 	rules      map[machineRule]int
+	required   bool // requireNoViolation ran
 }
 
 // machineRule is a machine's name and a rule.
@@ -83,8 +84,21 @@ func (c *checker) requireNoViolation(t *testing.T) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.required = true
 	require.Positive(t, c.decisions.Load(), "the checker saw no decision")
-	require.Zero(t, c.broken, "decisions broke the lifecycle's promises; the first ones:\n%s", joinLines(c.violations))
+	require.Zero(t, c.broken, "%d decisions broke the lifecycle's promises; the first ones:\n%s", c.broken, joinLines(c.violations))
+}
+
+// reportOnFailure reports the promises broken, if any, when the test
+// fails before it checks them, so that a failure shows them too.
+func (c *checker) reportOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t.Failed() && !c.required && c.broken > 0 {
+			t.Errorf("%d decisions broke the lifecycle's promises; the first ones:\n%s", c.broken, joinLines(c.violations))
+		}
+	})
 }
 
 func joinLines(lines []string) string {
@@ -166,6 +180,17 @@ func (k *nodeKubelet) requestDeletion(ctx context.Context, m *v1alpha1.Machine) 
 		return nil // gone already, or another incarnation
 	}
 	return err
+}
+
+// unlessDeleting calls f, unless the test asked the deletion of the
+// machine of that UID, before any deletion of it is asked: as a scheduler
+// places no pod on a node being drained.
+func (k *nodeKubelet) unlessDeleting(uid types.UID, f func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.deleting[uid] {
+		f()
+	}
 }
 
 // podReaper plays what removes the pods of a namespace once they are
@@ -370,6 +395,17 @@ func (d *deleteRecorder) of(uid types.UID) []deleteCall {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]deleteCall(nil), d.calls[string(uid)]...)
+}
+
+// all returns every recorded call, by machine UID.
+func (d *deleteRecorder) all() map[string][]deleteCall {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string][]deleteCall, len(d.calls))
+	for k, v := range d.calls {
+		out[k] = append([]deleteCall(nil), v...)
+	}
+	return out
 }
 
 // recordingDriver is the fake provider with its DeleteMachine calls

@@ -37,6 +37,7 @@ func TestDrainBlockedByABudgetHoldsNoWorker(t *testing.T) {
 	cfg.EvictRetryInterval = time.Second
 	cfg.WaitCheck = 5 * time.Second
 	check := newChecker(cfg)
+	check.reportOnFailure(t)
 	deletes := newDeleteRecorder(p)
 	startManager(t, "drain", p, func(o *options) {
 		o.workers = 1
