@@ -111,13 +111,17 @@ func (r *Reconciler) tokenIDOfMachine(m *v1alpha1.Machine) string {
 
 // tokenExists reports whether the machine's token secret exists and
 // records the machine's UID, as the cache shows it, leaving out a secret
-// this controller deleted that the cache still shows.
+// this controller deleted that the cache still shows, and counting one it
+// made that the cache does not show yet.
 func (r *Reconciler) tokenExists(ctx context.Context, m *v1alpha1.Machine, now time.Time) bool {
 	var s corev1.Secret
-	if err := r.client.Get(ctx, tokenKey(r.tokenIDOfMachine(m)), &s); err != nil {
-		return false
+	key := tokenKey(r.tokenIDOfMachine(m))
+	err := r.client.Get(ctx, key, &s)
+	if err == nil && s.Labels[TokenMachineUIDLabel] == string(m.UID) && !r.writes.tokenDeleted(s.UID, now) {
+		r.writes.tokenSeen(key.Name, s.UID)
+		return true
 	}
-	return s.Labels[TokenMachineUIDLabel] == string(m.UID) && !r.writes.tokenDeleted(s.UID, now)
+	return (err == nil || apierrors.IsNotFound(err)) && r.writes.tokenMade(key.Name, m.UID, now)
 }
 
 // errTokenIDs is the error of a machine all of whose token IDs clash.
@@ -149,6 +153,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, p *pass, machine string, e
 			if w, err := r.recordTokenID(ctx, p, id); w != lifecycle.WriteOK {
 				return w, err
 			}
+			r.writes.recordTokenMade(s.Name, p.m.UID, s.UID, r.now())
 			if string(s.Data["expiration"]) != exp {
 				s.Data["expiration"] = []byte(exp)
 				if err := r.client.Update(ctx, s); err != nil {
@@ -170,6 +175,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, p *pass, machine string, e
 				// whose it is.
 				return writeOf(err), err
 			}
+			r.writes.recordTokenMade(s.Name, p.m.UID, s.UID, r.now())
 			p.token = id + "." + string(s.Data["token-secret"])
 			return lifecycle.WriteOK, nil
 		default:
@@ -221,8 +227,10 @@ func (r *Reconciler) deleteToken(ctx context.Context, p *pass, machine string) (
 		return lifecycle.WriteFailed, fmt.Errorf("bootstrap token of machine %q asked in the pass of another", machine)
 	}
 	s := &corev1.Secret{}
-	err := r.reader.Get(ctx, tokenKey(r.tokenIDOfMachine(p.m)), s)
+	key := tokenKey(r.tokenIDOfMachine(p.m))
+	err := r.reader.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
+		r.writes.forgetToken(key.Name)
 		return lifecycle.WriteOK, nil
 	}
 	if err != nil {
@@ -238,6 +246,7 @@ func (r *Reconciler) deleteToken(ctx context.Context, p *pass, machine string) (
 		return writeOf(err), err
 	}
 	r.writes.recordTokenDeleted(s.UID, r.now())
+	r.writes.forgetToken(key.Name)
 	return lifecycle.WriteOK, nil
 }
 

@@ -14,14 +14,24 @@ import (
 // it reads through the manager's cache is never older than its own writes
 // (the caller's obligation 4 of package lifecycle, and what the fleet
 // functions ask of their fleet): the machine object each write returned,
-// and the bootstrap token secrets it deleted. An entry goes once the cache
-// shows the write, or after ownWriteTTL, by when any cache has caught up.
-// It is safe for concurrent use.
+// and the bootstrap token secrets it made and deleted. An entry goes once
+// the cache shows the write, or after ownWriteTTL, by when any cache has
+// caught up. It is safe for concurrent use.
 type ownWrites struct {
 	mu       sync.Mutex
 	machines map[types.NamespacedName]ownWrite
 	// deleted holds the UIDs of the token secrets this controller deleted.
 	deleted map[types.UID]time.Time
+	// made holds the token secrets this controller made, by name.
+	made map[string]madeToken
+}
+
+// madeToken is a bootstrap token secret this controller made (or found
+// made, reading the API server): the UIDs of its machine and of the
+// secret, and when.
+type madeToken struct {
+	machine, secret types.UID
+	at              time.Time
 }
 
 // ownWrite is one machine as a write of this controller returned it. The
@@ -38,7 +48,8 @@ type ownWrite struct {
 const ownWriteTTL = 10 * time.Minute
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{machines: map[types.NamespacedName]ownWrite{}, deleted: map[types.UID]time.Time{}}
+	return &ownWrites{machines: map[types.NamespacedName]ownWrite{}, deleted: map[types.UID]time.Time{},
+		made: map[string]madeToken{}}
 }
 
 // resourceVersion returns the object's resource version as a number, and
@@ -121,8 +132,50 @@ func (w *ownWrites) tokenDeleted(uid types.UID, now time.Time) bool {
 	return ok
 }
 
+// recordTokenMade remembers that the token secret of that name and UID,
+// made for the machine of UID machine, exists at now.
+func (w *ownWrites) recordTokenMade(name string, machine, secret types.UID, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.made[name] = madeToken{machine: machine, secret: secret, at: now}
+}
+
+// tokenMade reports whether this controller made the token secret of that
+// name for the machine of UID machine, and did not delete it since: a
+// cache that does not show it yet lags.
+func (w *ownWrites) tokenMade(name string, machine types.UID, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.made[name]
+	if ok && now.Sub(t.at) > ownWriteTTL {
+		delete(w.made, name)
+		return false
+	}
+	_, deleted := w.deleted[t.secret]
+	return ok && t.machine == machine && !deleted
+}
+
+// tokenSeen drops what is remembered of the making of the token secret of
+// that name and UID: the cache shows it.
+func (w *ownWrites) tokenSeen(name string, secret types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.made[name]; ok && t.secret == secret {
+		delete(w.made, name)
+	}
+}
+
+// forgetToken drops what is remembered of the making of the token secret
+// of that name: it is gone.
+func (w *ownWrites) forgetToken(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.made, name)
+}
+
 // prune drops the entries older than ownWriteTTL: the writes of machines
-// deleted since, and of token secrets the cache no longer shows.
+// deleted since, and of token secrets the cache no longer shows or never
+// showed.
 func (w *ownWrites) prune(now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -134,6 +187,11 @@ func (w *ownWrites) prune(now time.Time) {
 	for uid, at := range w.deleted {
 		if now.Sub(at) > ownWriteTTL {
 			delete(w.deleted, uid)
+		}
+	}
+	for name, t := range w.made {
+		if now.Sub(t.at) > ownWriteTTL {
+			delete(w.made, name)
 		}
 	}
 }

@@ -92,3 +92,28 @@ func TestOwnWritesRememberDeletedTokensForATime(t *testing.T) {
 	require.Empty(t, w.deleted)
 	require.Empty(t, w.machines)
 }
+
+func TestOwnWritesRememberMadeTokensUntilSeenOrDeleted(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	w := newOwnWrites()
+	require.False(t, w.tokenMade("bootstrap-token-a", "m1", t0))
+	w.recordTokenMade("bootstrap-token-a", "m1", "s1", t0)
+	require.True(t, w.tokenMade("bootstrap-token-a", "m1", t0.Add(time.Second)))
+	require.False(t, w.tokenMade("bootstrap-token-a", "m2", t0), "another machine's")
+	require.False(t, w.tokenMade("bootstrap-token-b", "m1", t0))
+
+	w.tokenSeen("bootstrap-token-a", "s0")
+	require.True(t, w.tokenMade("bootstrap-token-a", "m1", t0), "the cache shows an older secret of the name")
+	w.tokenSeen("bootstrap-token-a", "s1")
+	require.False(t, w.tokenMade("bootstrap-token-a", "m1", t0), "the cache shows it")
+
+	w.recordTokenMade("bootstrap-token-a", "m1", "s1", t0)
+	w.recordTokenDeleted("s1", t0)
+	require.False(t, w.tokenMade("bootstrap-token-a", "m1", t0), "deleted since")
+
+	w.recordTokenMade("bootstrap-token-a", "m1", "s2", t0)
+	require.False(t, w.tokenMade("bootstrap-token-a", "m1", t0.Add(ownWriteTTL+time.Second)), "older than the TTL")
+	w.recordTokenMade("bootstrap-token-b", "m1", "s3", t0)
+	w.prune(t0.Add(ownWriteTTL + time.Second))
+	require.Empty(t, w.made)
+}
