@@ -26,9 +26,9 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// The soak: 550 machines created, 300 of them deleted (50 of those created
-// again under their name once gone, others replaced by new names), some
-// with pods their drain evicts, while 8 % of the driver calls fail (half
+// The soak: 570 machines created, 320 of them deleted (50 of those created
+// again under their name once gone, others replaced by new names, 20 as
+// soon as they are made), some with pods their drain evicts, while 8 % of the driver calls fail (half
 // of them carried out, their answer lost) and 3 % of the GetMachineStatus
 // calls answer NotFound for an instance that exists, 3 % of the machine
 // writes are refused with a conflict, 3 % of the status writes are
@@ -164,14 +164,21 @@ func (s *soak) run() {
 	s.until("240 Running", 3*time.Minute, func(snap map[string]*v1alpha1.Machine) bool { return s.running(snap) >= 240 })
 
 	// 150 of them deleted, one in three to be created again under its
-	// name, while 200 new ones are created; the controller restarts once
-	// half of those deletions are done.
+	// name, while 200 new ones are created, and 20 more deleted as soon as
+	// they are made (the first pass of each under way or not begun yet);
+	// the controller restarts once half of those deletions are done.
 	doomed := s.pick(150)
 	for i := range 200 {
 		s.create(s.newName())
 		if i < len(doomed) {
 			doomed[i].recreate = i%3 == 0
 			s.delete(doomed[i])
+		}
+		if i%10 == 0 {
+			name := s.newName()
+			s.create(name)
+			time.Sleep(time.Duration(s.dice.intN(100)) * time.Millisecond)
+			s.delete(s.newest[name])
 		}
 	}
 	s.until("75 deletions done", 3*time.Minute, func(snap map[string]*v1alpha1.Machine) bool {
@@ -456,13 +463,13 @@ func (s *soak) atEnd(snap map[string]*v1alpha1.Machine) string {
 		client.HasLabels{machines.TokenMachineUIDLabel}); err != nil {
 		return err.Error()
 	}
-	uids := map[string]bool{}
+	uids := map[string]*incarnation{}
 	for _, inc := range s.incarnations {
-		uids[string(inc.uid)] = true
+		uids[string(inc.uid)] = inc
 	}
 	for _, sec := range secrets.Items {
-		if uids[sec.Labels[machines.TokenMachineUIDLabel]] {
-			problems = append(problems, "token "+sec.Name+" left")
+		if inc := uids[sec.Labels[machines.TokenMachineUIDLabel]]; inc != nil {
+			problems = append(problems, fmt.Sprintf("token %s of %s (%s, deleted %v) left", sec.Name, inc.name, inc.uid, inc.deleted))
 		}
 	}
 	slices.Sort(problems)
