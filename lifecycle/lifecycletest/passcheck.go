@@ -30,7 +30,10 @@ import (
 //     with the input it was decided from;
 //   - the shell's contract, against the world's truth: Observe returns the
 //     status stored and the object as the shell's own writes left it, Now
-//     and no outcome; a status Save reported ok is the one stored; an
+//     and no outcome, and sets every field of the input, which it is
+//     handed holding values of an earlier observation (the strings,
+//     volume attachments, observer and problem of it are checked); a
+//     status Save reported ok is the one stored; an
 //     effect reported ok shows in the world (the object's fields, the
 //     token, a node's label, taint or deletion); the driver's answer is of
 //     the method called; Node returns the node of that name;

@@ -236,11 +236,13 @@ func (s *faultShell) Observe(ctx context.Context, now time.Time, in *lifecycle.I
 	if f == FaultObserveFails {
 		return errObserveInjected
 	}
+	leaveOver(in)
 	if err := r.world.Observe(ctx, now, in); err != nil {
 		r.tracef("  observe: error %v", err)
 		r.crash(f, true)
 		return err
 	}
+	r.checkSetEveryField(in)
 	r.checkObserved(now, in)
 	fresh := copyInput(in)
 	switch f {

@@ -46,6 +46,57 @@ func (r *shellRun) checkObserved(now time.Time, in *lifecycle.Input) {
 	}
 }
 
+// leftOver marks what leaveOver leaves in an input: values no world
+// observes.
+const (
+	leftOver            = "\x00left over from the previous observation"
+	leftOverAttachments = -7
+	leftOverProblem     = lifecycle.Problem(251)
+)
+
+// leftOverSince is the observer's Since leaveOver leaves.
+var leftOverSince = time.Date(1999, 12, 31, 23, 59, 58, 7, time.UTC)
+
+// leaveOver fills in with values no world observes, as if it held an
+// earlier observation: within a pass, pass.Run hands Observe the previous
+// step's input.
+func leaveOver(in *lifecycle.Input) {
+	*in = lifecycle.Input{
+		Now:               leftOverSince,
+		Object:            lifecycle.Object{Name: leftOver, UID: leftOver, ProviderID: leftOver, NodeLabel: leftOver},
+		Status:            lifecycle.Status{ProviderID: leftOver, NodeName: leftOver},
+		Node:              lifecycle.Node{Name: leftOver, ProviderID: leftOver, MachineName: leftOver},
+		VolumeAttachments: leftOverAttachments,
+		Observer:          lifecycle.Observer{Degraded: true, Since: leftOverSince},
+		Problem:           leftOverProblem,
+	}
+}
+
+// checkSetEveryField checks that the shell's Observe set every field of
+// the input leaveOver filled.
+func (r *shellRun) checkSetEveryField(in *lifecycle.Input) {
+	var left string
+	switch {
+	case in.Object.Name == leftOver || in.Object.UID == leftOver || in.Object.ProviderID == leftOver ||
+		in.Object.NodeLabel == leftOver:
+		left = "Object"
+	case in.Status.ProviderID == leftOver || in.Status.NodeName == leftOver:
+		left = "Status"
+	case in.Node.Name == leftOver || in.Node.ProviderID == leftOver || in.Node.MachineName == leftOver:
+		left = "Node"
+	case in.VolumeAttachments == leftOverAttachments:
+		left = "VolumeAttachments"
+	case in.Observer.Since.Equal(leftOverSince):
+		left = "Observer"
+	case in.Problem == leftOverProblem:
+		left = "Problem"
+	default:
+		return
+	}
+	r.violation("Observe left Input."+left+" as the previous observation had it: within a pass the input "+
+		"holds the previous step's observation, so Observe must set every field (the zero value for what is absent)", "")
+}
+
 // checkSaved checks a status save the shell answered w: one reported ok
 // is the status the world holds, and one the world refused is not
 // reported ok.

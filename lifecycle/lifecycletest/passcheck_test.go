@@ -259,3 +259,28 @@ func TestShellCheckKnownIssueStartsStillFail(t *testing.T) {
 		t.Logf("%v: %d of %d runs fail, the first with:\n%s", p, rep.Failed, rep.Runs, firstLines(rec.errors[0], 3))
 	}
 }
+
+// nodeWhenFound writes the node into the input only when the machine has
+// one, leaving the previous observation's node otherwise.
+type nodeWhenFound struct{ *lifecycletest.ReferenceWorld }
+
+func (w nodeWhenFound) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) error {
+	var fresh lifecycle.Input
+	err := w.ReferenceWorld.Observe(ctx, now, &fresh)
+	node, attachments := in.Node, in.VolumeAttachments
+	*in = fresh
+	if fresh.Node.Name == "" {
+		in.Node, in.VolumeAttachments = node, attachments
+	}
+	return err
+}
+
+// Within a pass, pass.Run hands Observe the previous step's observation: a
+// shell that sets a field only when it has something to say leaves a node
+// the pass deleted in the input.
+func TestShellCheckCatchesAnObservationThatLeavesAField(t *testing.T) {
+	caught(t, lifecycletest.ShellCheck{Faults: lifecycletest.FaultCrashBefore, Starts: []lifecycletest.Start{lifecycletest.StartNew}},
+		func(s lifecycletest.WorldSpec) lifecycletest.PassWorld {
+			return nodeWhenFound{lifecycletest.NewReferenceWorld(s)}
+		}, "Observe left Input.Node as the previous observation had it")
+}

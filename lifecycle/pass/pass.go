@@ -32,6 +32,11 @@ type Shell interface {
 	// nil; Run sets it. A machine that is gone is a zero Object. An error
 	// (the object could not be read at all) ends the pass; a node that
 	// could not be read is Input.NodeReadFailed, not an error.
+	//
+	// Observe sets every field, to its zero value for what is absent (a
+	// node deleted by the pass's last effect, a token gone): within a pass
+	// in holds the previous step's observation (Run clears it only at a
+	// pass's start). Assigning a whole lifecycle.Input does it.
 	Observe(ctx context.Context, now time.Time, in *lifecycle.Input) error
 	// Save persists st as the machine's status and says how it went.
 	Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write
@@ -62,6 +67,22 @@ type Scratch struct {
 	Input    lifecycle.Input
 	Decision lifecycle.Decision
 	outcome  lifecycle.Outcome
+	// called: outcome holds the answer of a driver call, and perhaps the
+	// node it names, which the next outcome must not carry.
+	called bool
+}
+
+// newOutcome readies the outcome of the decision op: nothing carried out
+// yet. The driver's answer and the node it names, most of an outcome's
+// bytes, are cleared only when a call wrote them.
+func (s *Scratch) newOutcome(op lifecycle.OpID) {
+	out := &s.outcome
+	if s.called {
+		*out = lifecycle.Outcome{OpID: op}
+		s.called = false
+		return
+	}
+	out.OpID, out.Persist, out.Ran, out.Stopped, out.Error = op, lifecycle.WriteOK, 0, lifecycle.WriteOK, ""
 }
 
 // End says why a pass ended.
@@ -141,7 +162,7 @@ func Run(ctx context.Context, cfg *lifecycle.Checked, sh Shell, now time.Time, s
 			r.End = EndGone
 			return r
 		}
-		*out = lifecycle.Outcome{OpID: d.OpID}
+		s.newOutcome(d.OpID)
 		if d.Changed {
 			if w := sh.Save(ctx, &d.Status); w != lifecycle.WriteOK {
 				// Nothing is carried out: the lifecycle decides on the
@@ -165,7 +186,7 @@ func Run(ctx context.Context, cfg *lifecycle.Checked, sh Shell, now time.Time, s
 		if err := ctx.Err(); err != nil {
 			return Report{Requeue: retry.Short, Steps: r.Steps, End: EndCanceled, Err: err}
 		}
-		carryOut(ctx, sh, d, out)
+		carryOut(ctx, sh, d, s)
 		// The next step decides from the object as the last write left it,
 		// the status just saved (Observe does not touch the decision) and
 		// the outcome.
@@ -185,13 +206,16 @@ func decide(cfg *lifecycle.Checked, in *lifecycle.Input, d *lifecycle.Decision, 
 }
 
 // carryOut carries out d's effects in order, stopping at the first write
-// that fails (a failed event stops nothing), and records in out how far
-// they went, the driver's answer and the node a CreateMachine answer names.
-func carryOut(ctx context.Context, sh Shell, d *lifecycle.Decision, out *lifecycle.Outcome) {
+// that fails (a failed event stops nothing), and records in s's outcome
+// how far they went, the driver's answer and the node a CreateMachine
+// answer names.
+func carryOut(ctx context.Context, sh Shell, d *lifecycle.Decision, s *Scratch) {
+	out := &s.outcome
 	effects := d.Effects.Slice()
 	for i := range effects {
 		e := &effects[i]
 		if e.Kind == lifecycle.KindCallDriver {
+			s.called = true
 			sh.Invoke(ctx, &d.Call, &out.Result)
 			if res := &out.Result; res.Method == driverapi.MethodCreate && res.NodeName != "" {
 				out.CreatedNode = sh.Node(ctx, res.NodeName)
