@@ -6,6 +6,8 @@ require (
 	github.com/gardener/machine-controller-manager v0.62.1
 	github.com/purelifecycle/machine v0.0.0
 	github.com/spf13/pflag v1.0.9
+	k8s.io/api v0.34.0
+	k8s.io/apimachinery v0.34.0
 )
 
 require (
@@ -52,8 +54,6 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.0 // indirect
-	k8s.io/apimachinery v0.34.0 // indirect
 	k8s.io/apiserver v0.34.0 // indirect
 	k8s.io/client-go v0.34.0 // indirect
 	k8s.io/component-base v0.34.0 // indirect
