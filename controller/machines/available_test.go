@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,14 +31,12 @@ func TestMachineWithoutTargetClusterBecomesAvailable(t *testing.T) {
 	m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m-avail", UID: "uid-avail"},
 		Spec: v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Name: "plain"}}}
 	class := &v1alpha1.MachineClass{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(m, class).
-		WithStatusSubresource(&v1alpha1.Machine{}).
-		WithIndex(&corev1.Node{}, nodeProviderIDIndex, func(o client.Object) []string {
-			return nonEmpty(o.(*corev1.Node).Spec.ProviderID)
-		}).
-		WithIndex(&storagev1.VolumeAttachment{}, vaNodeIndex, func(o client.Object) []string {
-			return nonEmpty(o.(*storagev1.VolumeAttachment).Spec.NodeName)
-		}).Build()
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(m, class).
+		WithStatusSubresource(&v1alpha1.Machine{})
+	for _, ix := range cacheIndexes() {
+		b = b.WithIndex(ix.obj, ix.field, ix.fn)
+	}
+	c := b.Build()
 	rec := events.NewFakeRecorder(100)
 	cfg := lifecycle.DefaultConfig()
 	cfg.NoTargetCluster = true

@@ -97,6 +97,10 @@ func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 // the node).
 func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status, in *lifecycle.Input) {
 	in.Object, in.Problem = objectOf(p.m)
+	if p.nameHolder != "" {
+		in.Problem = lifecycle.ProblemInvalidMachine
+		r.nameInUse(p)
+	}
 	in.Grant = r.grants.of(p.m.UID)
 	if in.Problem == lifecycle.ProblemNone {
 		in.Problem = r.classOf(ctx, p).problem

@@ -132,6 +132,9 @@ type pass struct {
 	refused bool
 	// class is the machine's class, read once per pass (classOf).
 	class *classRead
+	// nameHolder is the machine of another namespace that holds the
+	// machine's name, "" when the name is its own (names.go).
+	nameHolder string
 }
 
 // errGone is the error of a write to a machine that is gone.
@@ -199,6 +202,9 @@ func (p *pass) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) 
 			return nil
 		}
 		p.m = m
+		if p.nameHolder, err = p.r.nameHolder(ctx, m); err != nil {
+			return err
+		}
 		if st, err = m.Status.ToLifecycle(); err != nil {
 			p.r.recorder.Eventf(m, nil, "Warning", "InvalidStatus", "Reconcile", "status unreadable: %v", err)
 			return &statusUnreadable{err}

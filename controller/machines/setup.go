@@ -30,11 +30,33 @@ func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <
 	// only bounds the informers' creation, which does not wait.
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
-	for _, ix := range []struct {
-		obj   client.Object
-		field string
-		fn    client.IndexerFunc
-	}{
+	for _, ix := range cacheIndexes() {
+		if err := idx.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionRequested))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfNode)).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.namesakes), builder.WithPredicates(machineGone)).
+		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass)).
+		WatchesRawSource(source.Channel(granted, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// cacheIndex is a field index of the manager's cache.
+type cacheIndex struct {
+	obj   client.Object
+	field string
+	fn    client.IndexerFunc
+}
+
+// cacheIndexes returns the field indexes the reconciler reads with.
+func cacheIndexes() []cacheIndex {
+	return []cacheIndex{
 		{&corev1.Node{}, nodeProviderIDIndex, func(o client.Object) []string {
 			return nonEmpty(o.(*corev1.Node).Spec.ProviderID)
 		}},
@@ -57,20 +79,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <
 		{&v1alpha1.Machine{}, machineClassIndex, func(o client.Object) []string {
 			return nonEmpty(o.(*v1alpha1.Machine).Spec.Class.Name)
 		}},
-	} {
-		if err := idx.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			return err
-		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
-			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionRequested))).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfNode)).
-		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass)).
-		WatchesRawSource(source.Channel(granted, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
 }
 
 // deletionRequested passes the update that sets the deletion timestamp.
@@ -78,6 +87,13 @@ var deletionRequested = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
 	},
+}
+
+// machineGone passes only the deletion of a machine.
+var machineGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // nonEmpty returns the distinct non-empty values.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/controller/machines"
+	"github.com/purelifecycle/machine/driverapi"
+)
+
+// Two machines of one name in two namespaces. A provider finds instances,
+// and a node is found by its machine-name label, by the machine's name, so
+// the second would take the first's instance for one of an older
+// incarnation of its own and delete it (found by hand: twelve machines
+// of one namespace lost their instances to their namesakes of another).
+// The machine that came second waits, with an event naming the first,
+// calls no driver and touches nothing; once the first is gone it is
+// created.
+func TestNameUsedInAnotherNamespaceWaits(t *testing.T) {
+	needEnv(t)
+	t.Parallel()
+	first, second := newNamespace(t), newNamespace(t)
+	_, inst := bringUp(t, first, "m-twin", time.Minute)
+
+	newMachine(t, second, "m-twin", time.Minute)
+	m := waitCondition(t, second, "m-twin", "WaitingForProblem", metav1.ConditionTrue, "DispatchInvalidMachine", 20*time.Second)
+	require.Equal(t, "problem", m.Status.Wait.For)
+	eventually(t, 20*time.Second, "NameInUse event", func() (bool, string) {
+		notes := eventNotes(t, second, "m-twin", machines.ReasonNameInUse)
+		return len(notes) > 0 && strings.Contains(notes[0], first+"/m-twin"), fmt.Sprint(eventReasons(t, second, "m-twin"))
+	})
+	// It stays so, and the first machine keeps its instance and node.
+	time.Sleep(3 * time.Second)
+	require.Equal(t, "", getMachine(t, second, "m-twin").Status.CurrentStatus.Phase)
+	require.Equal(t, "Running", getMachine(t, first, "m-twin").Status.CurrentStatus.Phase)
+	now, ok := provider.InstanceOf("m-twin")
+	require.True(t, ok, "the first machine's instance is gone")
+	require.Equal(t, inst.ProviderID, now.ProviderID)
+	require.Zero(t, provider.Calls("m-twin", driverapi.MethodDelete), "a DeleteMachine for the name")
+	_, ok = getNode(t, inst.NodeName)
+	require.True(t, ok, "the first machine's node is gone")
+
+	// The first goes: the second is created, with an instance of its own.
+	require.NoError(t, k8s.Delete(context.Background(), getMachine(t, first, "m-twin")))
+	eventually(t, 60*time.Second, "the first machine is gone", func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: first, Name: "m-twin"}, &v1alpha1.Machine{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	waitPhase(t, second, "m-twin", "Pending", 60*time.Second)
+	again, ok := provider.InstanceOf("m-twin")
+	require.True(t, ok)
+	require.NotEqual(t, inst.ProviderID, again.ProviderID)
+	require.Equal(t, string(getMachine(t, second, "m-twin").UID), again.OwnerUID)
+}
