@@ -66,9 +66,12 @@ func (o *Options) Validate() error {
 // Config returns the lifecycle's configuration the options give: MCM's
 // timeouts, eviction retries, node conditions, ResourceExhausted period and
 // target cluster, and the lifecycle's defaults for what MCM hard-codes.
+// VerifyOwner is off: MCM's providers report no instance's owner, so an
+// owner could never be verified.
 func (o *Options) Config() lifecycle.Config {
 	s := &o.MCM.SafetyOptions
 	cfg := lifecycle.DefaultConfig()
+	cfg.VerifyOwner = false
 	cfg.CreationTimeout = s.MachineCreationTimeout.Duration
 	cfg.HealthTimeout = s.MachineHealthTimeout.Duration
 	cfg.DrainTimeout = s.MachineDrainTimeout.Duration
