@@ -25,6 +25,11 @@
 // ListMachines reports neither owners nor creation times; UpdateMachine and
 // UpdateMetadata answer Unimplemented, which the lifecycle reads as "cannot
 // be done in place".
+//
+// [ToMCM] goes the other way. Over lifecycletest.Provider it is an MCM
+// provider of many machines whose answers a test scripts (FailNext, the
+// Fault hook), where MCM's own fake driver holds a single machine
+// (ExampleToMCM).
 package mcmdriver
 
 import (
