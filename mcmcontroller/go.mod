@@ -5,6 +5,7 @@ go 1.26.2
 require (
 	github.com/gardener/machine-controller-manager v0.62.1
 	github.com/purelifecycle/machine v0.0.0
+	github.com/purelifecycle/machine/adapters/mcm v0.0.0
 	github.com/spf13/pflag v1.0.9
 	k8s.io/api v0.34.0
 	k8s.io/apimachinery v0.34.0
@@ -67,4 +68,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/purelifecycle/machine => ..
+replace (
+	github.com/purelifecycle/machine => ..
+	github.com/purelifecycle/machine/adapters/mcm => ../adapters/mcm
+)

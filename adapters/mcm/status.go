@@ -131,7 +131,7 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 	m.Status.LastOperation = rec
 
 	m.Status.Conditions = nodeConditions(st.Conditions, m.Status.Conditions)
-	m.Status.Addresses = nodeAddresses(st.Addresses)
+	m.Status.Addresses = NodeAddresses(st.Addresses)
 	m.Status.LastKnownState = st.LastKnownState
 
 	s := state{
@@ -331,12 +331,7 @@ func fromMCM(m *v1alpha1.Machine, nanos []int32) (st lifecycle.Status, args last
 	if st.Conditions, err = conditionsFrom(m.Status.Conditions, nanos); err != nil {
 		return st, args, fmt.Errorf("%w: machine %s: %v", ErrInvalidState, m.Name, err)
 	}
-	if len(m.Status.Addresses) > 0 {
-		st.Addresses = make([]driverapi.Address, len(m.Status.Addresses))
-		for i, a := range m.Status.Addresses {
-			st.Addresses[i] = driverapi.Address{Type: string(a.Type), Address: a.Address}
-		}
-	}
+	st.Addresses = AddressesFrom(m.Status.Addresses)
 	return st, args, nil
 }
 
@@ -442,7 +437,23 @@ func nodeConditions(cs []lifecycle.Condition, old []corev1.NodeCondition) []core
 	return out
 }
 
-func nodeAddresses(as []driverapi.Address) []corev1.NodeAddress {
+// AddressesFrom converts Kubernetes node addresses, as MCM keeps them in a
+// Machine's status and its providers answer them, into the lifecycle's;
+// nil for none.
+func AddressesFrom(as []corev1.NodeAddress) []driverapi.Address {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]driverapi.Address, len(as))
+	for i, a := range as {
+		out[i] = driverapi.Address{Type: string(a.Type), Address: a.Address}
+	}
+	return out
+}
+
+// NodeAddresses converts the lifecycle's addresses into Kubernetes node
+// addresses, as MCM keeps them; nil for none.
+func NodeAddresses(as []driverapi.Address) []corev1.NodeAddress {
 	if len(as) == 0 {
 		return nil
 	}

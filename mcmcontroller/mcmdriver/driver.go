@@ -45,6 +45,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	mcmadapter "github.com/purelifecycle/machine/adapters/mcm"
 	"github.com/purelifecycle/machine/driverapi"
 )
 
@@ -81,7 +82,7 @@ func (d *mcm) CreateMachine(ctx context.Context, req *driverapi.CreateMachineReq
 		return nil, fromMCM(err)
 	}
 	return &driverapi.CreateMachineResponse{ProviderID: resp.ProviderID, NodeName: resp.NodeName,
-		LastKnownState: resp.LastKnownState, Addresses: addresses(resp.Addresses)}, fromMCM(err)
+		LastKnownState: resp.LastKnownState, Addresses: mcmadapter.AddressesFrom(resp.Addresses)}, fromMCM(err)
 }
 
 func (d *mcm) InitializeMachine(ctx context.Context, req *driverapi.InitializeMachineRequest) (*driverapi.InitializeMachineResponse, error) {
@@ -91,7 +92,7 @@ func (d *mcm) InitializeMachine(ctx context.Context, req *driverapi.InitializeMa
 		return nil, fromMCM(err)
 	}
 	return &driverapi.InitializeMachineResponse{ProviderID: resp.ProviderID, NodeName: resp.NodeName,
-		Addresses: addresses(resp.Addresses)}, fromMCM(err)
+		Addresses: mcmadapter.AddressesFrom(resp.Addresses)}, fromMCM(err)
 }
 
 func (d *mcm) GetMachineStatus(ctx context.Context, req *driverapi.GetMachineStatusRequest) (*driverapi.GetMachineStatusResponse, error) {
@@ -101,7 +102,7 @@ func (d *mcm) GetMachineStatus(ctx context.Context, req *driverapi.GetMachineSta
 		return nil, fromMCM(err)
 	}
 	return &driverapi.GetMachineStatusResponse{ProviderID: resp.ProviderID, NodeName: resp.NodeName,
-		Addresses: addresses(resp.Addresses)}, fromMCM(err)
+		Addresses: mcmadapter.AddressesFrom(resp.Addresses)}, fromMCM(err)
 }
 
 func (d *mcm) DeleteMachine(ctx context.Context, req *driverapi.DeleteMachineRequest) (*driverapi.DeleteMachineResponse, error) {
@@ -216,15 +217,4 @@ func volumeSpec(v driverapi.Volume) (*corev1.PersistentVolumeSpec, error) {
 	}
 	spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: v.Driver, VolumeHandle: v.Handle}
 	return spec, nil
-}
-
-func addresses(in []corev1.NodeAddress) []driverapi.Address {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]driverapi.Address, len(in))
-	for i, a := range in {
-		out[i] = driverapi.Address{Type: string(a.Type), Address: a.Address}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gardener/machine-controller-manager/pkg/util/provider/driver"
 	corev1 "k8s.io/api/core/v1"
 
+	mcmadapter "github.com/purelifecycle/machine/adapters/mcm"
 	"github.com/purelifecycle/machine/driverapi"
 )
 
@@ -51,7 +52,7 @@ func (t *mcmOf) CreateMachine(ctx context.Context, req *driver.CreateMachineRequ
 		return nil, errToMCM(err)
 	}
 	return &driver.CreateMachineResponse{ProviderID: resp.ProviderID, NodeName: resp.NodeName,
-		LastKnownState: resp.LastKnownState, Addresses: nodeAddresses(resp.Addresses)}, errToMCM(err)
+		LastKnownState: resp.LastKnownState, Addresses: mcmadapter.NodeAddresses(resp.Addresses)}, errToMCM(err)
 }
 
 func (t *mcmOf) InitializeMachine(ctx context.Context, req *driver.InitializeMachineRequest) (*driver.InitializeMachineResponse, error) {
@@ -61,7 +62,7 @@ func (t *mcmOf) InitializeMachine(ctx context.Context, req *driver.InitializeMac
 		return nil, errToMCM(err)
 	}
 	return &driver.InitializeMachineResponse{ProviderID: resp.ProviderID, NodeName: resp.NodeName,
-		Addresses: nodeAddresses(resp.Addresses)}, errToMCM(err)
+		Addresses: mcmadapter.NodeAddresses(resp.Addresses)}, errToMCM(err)
 }
 
 func (t *mcmOf) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
@@ -72,7 +73,7 @@ func (t *mcmOf) GetMachineStatus(ctx context.Context, req *driver.GetMachineStat
 		return nil, errToMCM(err)
 	}
 	return &driver.GetMachineStatusResponse{ProviderID: resp.ProviderID, NodeName: resp.NodeName,
-		Addresses: nodeAddresses(resp.Addresses)}, errToMCM(err)
+		Addresses: mcmadapter.NodeAddresses(resp.Addresses)}, errToMCM(err)
 }
 
 func (t *mcmOf) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
@@ -122,15 +123,4 @@ func (t *mcmOf) GetVolumeIDs(ctx context.Context, req *driver.GetVolumeIDsReques
 		return nil, errToMCM(err)
 	}
 	return &driver.GetVolumeIDsResponse{VolumeIDs: slices.Clone(resp.VolumeIDs)}, errToMCM(err)
-}
-
-func nodeAddresses(in []driverapi.Address) []corev1.NodeAddress {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.NodeAddress, len(in))
-	for i, a := range in {
-		out[i] = corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}
-	}
-	return out
 }

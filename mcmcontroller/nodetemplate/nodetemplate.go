@@ -26,6 +26,7 @@ import (
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The node annotations that record what was applied, MCM's.
@@ -117,9 +118,10 @@ func Plan(template *v1alpha1.NodeTemplateSpec, capacity corev1.ResourceList, nod
 	return Sync{Node: n, Update: update, UpdateStatus: status}, nil
 }
 
-// syncMap sets every key of want on have and removes from have the keys of
-// last that want dropped. It reports whether have changed.
-func syncMap(have, want, last map[string]string) bool {
+// syncEntries sets every entry of want in have and removes from have the
+// keys of last that want dropped; same compares two values, clone copies
+// one into have. It reports whether have changed.
+func syncEntries[M ~map[K]V, K comparable, V any](have, want, last M, same func(V, V) bool, clone func(V) V) bool {
 	changed := false
 	for k := range last {
 		if _, ok := want[k]; !ok {
@@ -130,12 +132,17 @@ func syncMap(have, want, last map[string]string) bool {
 		}
 	}
 	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			have[k] = v
+		if got, ok := have[k]; !ok || !same(got, v) {
+			have[k] = clone(v)
 			changed = true
 		}
 	}
 	return changed
+}
+
+// syncMap is syncEntries for labels and annotations.
+func syncMap(have, want, last map[string]string) bool {
+	return syncEntries(have, want, last, func(a, b string) bool { return a == b }, func(v string) string { return v })
 }
 
 // taintKey identifies a taint on a node: a node carries one taint of a key
@@ -198,25 +205,9 @@ func sameTime(a, b *corev1.Taint) bool {
 	return a.TimeAdded.Equal(b.TimeAdded)
 }
 
-// syncCapacity sets want's quantities in have and removes last's that want
-// dropped. It reports whether have changed.
+// syncCapacity is syncEntries for the status capacity.
 func syncCapacity(have, want, last corev1.ResourceList) bool {
-	changed := false
-	for k := range last {
-		if _, ok := want[k]; !ok {
-			if _, on := have[k]; on {
-				delete(have, k)
-				changed = true
-			}
-		}
-	}
-	for k, q := range want {
-		if got, ok := have[k]; !ok || !got.Equal(q) {
-			have[k] = q.DeepCopy()
-			changed = true
-		}
-	}
-	return changed
+	return syncEntries(have, want, last, func(a, b resource.Quantity) bool { return a.Equal(b) }, resource.Quantity.DeepCopy)
 }
 
 // ErrInvalid is wrapped by every error Validate returns.
