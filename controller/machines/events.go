@@ -89,6 +89,11 @@ func (r *Reconciler) ruleEvent(p *pass, d *lifecycle.Decision) {
 	if reason == "" || d.Changed || refusesInput(d.Rule) || carriesEvent(d, reason) {
 		return
 	}
+	if p.nameHolder != "" && (d.Rule == lifecycle.RuleInvalidMachine || d.Rule == lifecycle.RuleDeleteProblem) {
+		// The machine waits for its name: NameInUse says so (names.go),
+		// where the rule's own text would call it invalid.
+		return
+	}
 	if !r.repeats.allow(string(p.m.UID)+"/event/"+reason, r.now()) {
 		return
 	}
