@@ -88,7 +88,13 @@ type Class struct {
 
 // MachineRef says which machine, and which instance, a call is about.
 type MachineRef struct {
-	// Name is the machine's name.
+	// Name is the machine's name. A provider finds an instance that is not
+	// recorded by it (with UID and the idempotency key), and the lifecycle
+	// takes an instance of the name created for another UID for one of an
+	// older incarnation, which it deletes: among the machines whose
+	// instances a provider's lookups can see, a name belongs to one machine
+	// and its incarnations. A shell managing machines of several namespaces
+	// with one provider keeps their names apart.
 	Name string
 	// UID is the machine's UID: it tells incarnations of one name apart.
 	UID string
