@@ -6,12 +6,26 @@
 //
 // Faults are set per machine name with FailCreate, so one machine can keep
 // failing while the others are created.
+//
+// A provider made by New keeps its instances in memory only: they are gone
+// when the process ends. One made by Open keeps them in a file as well, so
+// a manager restarted on that file finds the instances it created before,
+// as it would at a real cloud. Every provider names its instances with an
+// incarnation of its own (kept in that file), so two providers never hand
+// out one providerID or node name: a restarted manager's new instances
+// never take the nodes of the instances of an earlier run.
 package fakecloud
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -21,10 +35,11 @@ import (
 
 // Instance is one instance of the fake cloud.
 type Instance struct {
-	// ProviderID identifies the instance, "fake:///<zone>/vm-<n>".
+	// ProviderID identifies the instance, "fake:///<zone>/vm-<inc>-<n>",
+	// where inc is the provider's incarnation.
 	ProviderID string
-	// NodeName is the name its node registers with, "<zone>-vm-<n>", so
-	// the nodes of providers of different zones never share a name.
+	// NodeName is the name its node registers with, "<zone>-vm-<inc>-<n>",
+	// so the nodes of two providers never share a name.
 	NodeName string
 	// MachineName and OwnerUID name the machine it was created for; the
 	// owner UID is kept up to date by UpdateMetadata.
@@ -54,20 +69,114 @@ type Provider struct {
 	Zone string
 
 	mu         sync.Mutex
+	inc        string // names the provider's instances, with seq
 	seq        int
+	path       string               // the state file, "" for none
 	instances  map[string]*Instance // by providerID
 	failCreate map[string]driverapi.Code
 	calls      map[string]map[driverapi.Method]int // by machine name
 }
 
-// New returns an empty fake cloud.
+// New returns an empty fake cloud, of a new incarnation, that keeps its
+// instances in memory only.
 func New() *Provider {
 	return &Provider{
 		Zone:       "zone-a",
+		inc:        incarnation(),
 		instances:  map[string]*Instance{},
 		failCreate: map[string]driverapi.Code{},
 		calls:      map[string]map[driverapi.Method]int{},
 	}
+}
+
+// state is what a state file holds.
+type state struct {
+	Incarnation string      `json:"incarnation"`
+	Seq         int         `json:"seq"`
+	Instances   []*Instance `json:"instances"`
+}
+
+// Open returns a fake cloud that keeps its instances in the file at path
+// as well as in memory: the instances, the incarnation and the last
+// instance number the file holds, if it exists (else an empty cloud of a
+// new incarnation), written there again after every change. A file that
+// cannot be read or decoded is an error, not an empty cloud. Faults and
+// call counts are not kept.
+func Open(path string) (*Provider, error) {
+	p := New()
+	p.path = path
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, p.save()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fake cloud state: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("fake cloud state %s: %w", path, err)
+	}
+	if st.Incarnation == "" {
+		return nil, fmt.Errorf("fake cloud state %s: no incarnation", path)
+	}
+	p.inc, p.seq = st.Incarnation, st.Seq
+	for _, i := range st.Instances {
+		p.instances[i.ProviderID] = i
+	}
+	return p, nil
+}
+
+// save writes the state file, if there is one: to a temporary file first,
+// renamed over it, so a crash leaves the old state or the new one. The
+// caller holds p.mu.
+func (p *Provider) save() error {
+	if p.path == "" {
+		return nil
+	}
+	st := state{Incarnation: p.inc, Seq: p.seq, Instances: make([]*Instance, 0, len(p.instances))}
+	for _, id := range slices.Sorted(maps.Keys(p.instances)) {
+		st.Instances = append(st.Instances, p.instances[id])
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p.path), filepath.Base(p.path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// saved saves the state after a change of method's, as the driver error
+// of that call when it fails (the change stays in memory, as at a cloud
+// that acted but could not answer).
+func (p *Provider) saved(method string) error {
+	if err := p.save(); err != nil {
+		return driverapi.Wrap(driverapi.Internal, method+": saving the fake cloud's state", err)
+	}
+	return nil
+}
+
+// incarnation returns 5 random characters of [a-z0-9].
+func incarnation() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // FailCreate makes every CreateMachine for the named machine fail with code
@@ -162,18 +271,21 @@ func (p *Provider) CreateMachine(ctx context.Context, req *driverapi.CreateMachi
 	}
 	p.seq++
 	i := &Instance{
-		ProviderID:  fmt.Sprintf("fake:///%s/vm-%d", p.Zone, p.seq),
-		NodeName:    fmt.Sprintf("%s-vm-%d", p.Zone, p.seq),
+		ProviderID:  fmt.Sprintf("fake:///%s/vm-%s-%d", p.Zone, p.inc, p.seq),
+		NodeName:    fmt.Sprintf("%s-vm-%s-%d", p.Zone, p.inc, p.seq),
 		MachineName: req.Machine.Name,
 		OwnerUID:    req.Machine.UID,
 		Key:         req.IdempotencyKey,
-		Created:     time.Now(),
+		Created:     time.Now().UTC().Round(0), // as the state file keeps it
 		Generation:  req.Generation,
 		Metadata:    maps.Clone(req.Metadata),
 		UserData:    string(req.Class.Secret["userData"]),
 		Class:       req.Class,
 	}
 	p.instances[i.ProviderID] = i
+	if err := p.saved("create " + req.Machine.Name); err != nil {
+		return nil, err
+	}
 	return &driverapi.CreateMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName}, nil
 }
 
@@ -187,6 +299,9 @@ func (p *Provider) InitializeMachine(_ context.Context, req *driverapi.Initializ
 		return nil, driverapi.Error(driverapi.NotFound, "no instance "+req.Machine.ProviderID)
 	}
 	i.Initialized = true
+	if err := p.saved("initialize " + req.Machine.Name); err != nil {
+		return nil, err
+	}
 	return &driverapi.InitializeMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName}, nil
 }
 
@@ -218,6 +333,9 @@ func (p *Provider) DeleteMachine(_ context.Context, req *driverapi.DeleteMachine
 		return nil, driverapi.Error(driverapi.NotFound, "no instance for machine "+req.Machine.Name)
 	}
 	delete(p.instances, i.ProviderID)
+	if err := p.saved("delete " + req.Machine.Name); err != nil {
+		return nil, err
+	}
 	return &driverapi.DeleteMachineResponse{}, nil
 }
 
@@ -241,6 +359,9 @@ func (p *Provider) UpdateMachine(_ context.Context, req *driverapi.UpdateMachine
 		return nil, driverapi.Error(driverapi.NotFound, "no instance "+req.Machine.ProviderID)
 	}
 	i.Generation = req.Generation
+	if err := p.saved("update " + req.Machine.Name); err != nil {
+		return nil, err
+	}
 	return &driverapi.UpdateMachineResponse{Generation: i.Generation}, nil
 }
 
@@ -261,5 +382,8 @@ func (p *Provider) UpdateMetadata(_ context.Context, req *driverapi.UpdateMetada
 		delete(i.Metadata, k)
 	}
 	i.OwnerUID = req.Machine.UID
+	if err := p.saved("update metadata of " + req.Machine.Name); err != nil {
+		return nil, err
+	}
 	return &driverapi.UpdateMetadataResponse{}, nil
 }

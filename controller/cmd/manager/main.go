@@ -12,6 +12,13 @@
 // registers a Ready node for every instance the fake provider creates, so
 // machines reach Running without real VMs.
 //
+// The fake provider's instances live in the manager's memory: a manager
+// stopped and started again has forgotten them, and its machines' recorded
+// instances no longer exist (a Pending machine then waits for a node that
+// never comes; a deleted one finds its instance gone). With --fake-state
+// FILE they are kept in that file too, and a restarted manager finds them
+// again, as it would at a real cloud.
+//
 // Replicas elect a leader with --leader-elect (a Lease named
 // --leader-election-id in --leader-election-namespace, which out of a
 // cluster must be given); only the leader reconciles and runs the fleet
@@ -96,6 +103,7 @@ type options struct {
 	probeAddr      string
 	installCRD     bool
 	fakeKubelet    bool
+	fakeState      string
 	verbose        bool
 	workers        int
 	fleetInterval  time.Duration
@@ -145,6 +153,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", o.probeAddr, "address the /healthz and /readyz probes bind to; 0 disables them")
 	fs.BoolVar(&o.installCRD, "install-crd", o.installCRD, "create or update the Machine and MachineClass CRDs before starting")
 	fs.BoolVar(&o.fakeKubelet, "fake-kubelet", o.fakeKubelet, "register a Ready node for every instance of the fake provider")
+	fs.StringVar(&o.fakeState, "fake-state", o.fakeState,
+		"file the fake provider keeps its instances in, so they outlive a restart; without it they are forgotten when the manager stops")
 	fs.BoolVar(&o.verbose, "v", o.verbose, "log every decision, also those that change nothing")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", o.workers, "how many machines are reconciled at once")
 	fs.DurationVar(&o.fleetInterval, "fleet-interval", o.fleetInterval,
@@ -180,7 +190,13 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	mgr, _, err := newManager(cfg, o, fakecloud.New())
+	provider := fakecloud.New()
+	if o.fakeState != "" {
+		if provider, err = fakecloud.Open(o.fakeState); err != nil {
+			return err
+		}
+	}
+	mgr, _, err := newManager(cfg, o, provider)
 	if err != nil {
 		return err
 	}
