@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,11 +73,34 @@ func (r *Reconciler) event(p *pass, st *lifecycle.Status, e lifecycle.Effect) {
 	r.record(p, typ, reason, e.Rule, st)
 }
 
-// record records an event of the rule about the machine, with st's
-// description in its note.
+// record records an event of the rule about the machine, with what keeps
+// the machine from going on (problemDetail) and st's description in its
+// note.
 func (r *Reconciler) record(p *pass, typ, reason string, rule lifecycle.Rule, st *lifecycle.Status) {
-	note := sentence(rule.Text()) + " " + sentence(v1alpha1.Description(st, p.m.Name))
-	r.recorder.Eventf(p.m, nil, typ, reason, rule.String(), "%s", cutNote(strings.TrimSpace(note)))
+	parts := []string{sentence(rule.Text()), sentence(problemDetail(p, rule)), sentence(v1alpha1.Description(st, p.m.Name))}
+	note := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
+	r.recorder.Eventf(p.m, nil, typ, reason, rule.String(), "%s", cutNote(note))
+}
+
+// problemDetail says, for a rule of a problem with the machine or its class,
+// which one: the class or Secret that is missing or unreadable, the
+// node template's fault, the class reference refused, or the machine of
+// another namespace that holds the name. The rules' own texts ("the machine
+// class or its secret is unavailable", "the machine failed validation") name
+// none of them. "" for other rules.
+func problemDetail(p *pass, rule lifecycle.Rule) string {
+	switch rule {
+	case lifecycle.RuleClassUnavailable, lifecycle.RuleClassNotReady, lifecycle.RuleInvalidNodeTemplate, lifecycle.RuleInvalidMachine:
+	default:
+		return ""
+	}
+	if rule == lifecycle.RuleInvalidMachine && p.nameHolder != "" {
+		return "its name is held by the machine " + p.nameHolder + " of another namespace"
+	}
+	if p.class != nil && p.class.err != nil {
+		return p.class.err.Error()
+	}
+	return ""
 }
 
 // ruleEvent records the event of decision d's rule when d changes nothing

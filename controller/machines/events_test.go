@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -196,4 +197,42 @@ func TestRepeatLimiterForgetsOldKeys(t *testing.T) {
 	// A clock that went back allows the key again.
 	require.True(t, l.allow("back", now))
 	require.True(t, l.allow("back", now.Add(-time.Minute)))
+}
+
+// A problem's event says which object the problem is with: the class
+// read's error, or the machine that holds the name; the rule's text alone
+// ("the machine failed validation") named neither. Other rules' notes are
+// as before.
+func TestProblemEventsNameTheirCause(t *testing.T) {
+	metrics, _ := newTestMetrics(t)
+	rec := events.NewFakeRecorder(100)
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := &Reconciler{recorder: rec, metrics: metrics, now: func() time.Time { return now }}
+
+	problem := classUnavailableDecision(t)
+	p := newTestPass()
+	p.class = &classRead{problem: lifecycle.ProblemClassUnavailable, err: errors.New(`reading MachineClass gone: not found`)}
+	r.decided(p, 0, &problem)
+	evs := recorded(rec)
+	require.Len(t, evs, 1)
+	require.Contains(t, evs[0], "The machine class or its secret is unavailable. Reading MachineClass gone: not found. ")
+
+	invalid := problem
+	invalid.Rule = lifecycle.RuleInvalidMachine
+	p = newTestPass()
+	p.nameHolder = "other/m"
+	p.class = &classRead{}
+	r.decided(p, 0, &invalid)
+	evs = recorded(rec)
+	require.Len(t, evs, 1)
+	require.Contains(t, evs[0], "The machine failed validation. Its name is held by the machine other/m of another namespace. ")
+
+	joined := joinedDecision(t)
+	p = newTestPass()
+	p.nameHolder = "other/m"
+	i := slices.IndexFunc(joined.Effects.Slice(), func(e lifecycle.Effect) bool { return e.Kind == lifecycle.KindEvent })
+	r.event(p, &joined.Status, joined.Effects.At(i))
+	evs = recorded(rec)
+	require.Len(t, evs, 1)
+	require.NotContains(t, evs[0], "other/m")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,9 @@ func TestMachineWaitsForItsClass(t *testing.T) {
 		got := eventReasons(t, ns, "m-later")
 		return contains(got, "Warning "+lifecycle.RuleClassUnavailable.Event()), fmt.Sprint(got)
 	})
+	// The event says which object is missing: "the machine class or its
+	// secret" alone left a user to guess which, and of which name.
+	requireNote(t, ns, "m-later", lifecycle.RuleClassUnavailable.Event(), `MachineClass later`, "not found")
 
 	// The class appears: the machine is created without waiting for its
 	// requeue, and its wait for the class has ended.
@@ -146,6 +150,7 @@ func TestMachineWaitsForItsClass(t *testing.T) {
 
 	newMachineOfClass("m-alien", v1alpha1.ClassSpec{Kind: "AlienMachineClass", Name: "fake"})
 	waitCondition(t, ns, "m-alien", "WaitingForProblem", metav1.ConditionTrue, "DispatchInvalidMachine", 20*time.Second)
+	requireNote(t, ns, "m-alien", lifecycle.RuleInvalidMachine.Event(), `"AlienMachineClass"`)
 
 	// The class's Secret goes missing: a deletion waits for it too.
 	createClass(t, ns, "secretless", `{}`, nil)
@@ -153,4 +158,20 @@ func TestMachineWaitsForItsClass(t *testing.T) {
 	newMachineOfClass("m-secretless", v1alpha1.ClassSpec{Name: "secretless"})
 	m = waitCondition(t, ns, "m-secretless", "WaitingForProblem", metav1.ConditionTrue, "DispatchClassUnavailable", 20*time.Second)
 	require.True(t, strings.HasPrefix(m.Status.Wait.Rule, "dispatch."), m.Status.Wait.Rule)
+	requireNote(t, ns, "m-secretless", lifecycle.RuleClassUnavailable.Event(), "Secret secretless-secret of MachineClass secretless")
+}
+
+// requireNote waits for an event of the machine with that reason whose
+// note holds every one of parts.
+func requireNote(t *testing.T, ns, machine, reason string, parts ...string) {
+	t.Helper()
+	eventually(t, 20*time.Second, reason+" event naming "+fmt.Sprint(parts), func() (bool, string) {
+		notes := eventNotes(t, ns, machine, reason)
+		for _, n := range notes {
+			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(n, p) }) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(notes)
+	})
 }
