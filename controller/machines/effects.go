@@ -59,7 +59,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, e lifecycle.Effect) (li
 			return changed
 		})
 	case lifecycle.KindDrain:
-		return r.drain(ctx, e)
+		return r.drain(ctx, p, e)
 	case lifecycle.KindDeleteVolumeAttachments:
 		var vas storagev1.VolumeAttachmentList
 		if err := r.client.List(ctx, &vas, client.MatchingFields{vaNodeIndex: e.Node}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/controller/fakecloud"
+	"github.com/purelifecycle/machine/controller/machines"
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle"
 )
@@ -81,6 +82,11 @@ func TestDrainBlockedByABudgetHoldsNoWorker(t *testing.T) {
 			return n >= 2, fmt.Sprintf("%d drain rounds; %s; DeleteMachine calls %+v", n, machineState(t, ns, name),
 				deletes.of(m.UID))
 		})
+	}
+	// Each says which pod a budget keeps: the conditions say only that the
+	// node is draining, waiting for its pods to go.
+	for name := range blocked {
+		requireNote(t, ns, name, machines.ReasonEvictionBlocked, ns+"/"+name+"-app-", "disruption budget")
 	}
 	roundsBefore := map[string]int{}
 	for name := range blocked {
