@@ -52,7 +52,7 @@ func (r *Reconciler) drain(ctx context.Context, p *pass, e lifecycle.Effect) (li
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 		err := r.client.SubResource("eviction").Create(ctx, pod, ev)
 		if apierrors.IsTooManyRequests(err) {
-			blocked = append(blocked, pod.Namespace+"/"+pod.Name+": "+err.Error())
+			blocked = append(blocked, pod.Namespace+"/"+pod.Name+": "+strings.TrimSuffix(err.Error(), "."))
 		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
 			return lifecycle.WriteFailed, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
