@@ -259,7 +259,7 @@ func (p *pass) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
 	ctx, cancel := p.io(ctx)
 	defer cancel()
 	mm := p.m.DeepCopy()
-	mm.Status = v1alpha1.StatusOf(p.m, st, v1alpha1.Decided{Rule: p.decision.Rule, Wait: p.decision.Wait}, p.now)
+	mm.Status = v1alpha1.StatusOf(p.m, st, v1alpha1.Decided{Rule: p.decision.Rule, Wait: p.decision.Wait, Detail: problemDetail(p, p.decision.Rule)}, p.now)
 	mm.Status.BootstrapTokenID = p.m.Status.BootstrapTokenID
 	w, err := p.r.writeMachine(ctx, p, mm, true)
 	if w != lifecycle.WriteOK {

@@ -21,7 +21,7 @@ func (p *pass) refreshStatus(ctx context.Context, d *lifecycle.Decision) {
 	if p.gone || p.m == nil || !d.Done() {
 		return
 	}
-	view := v1alpha1.StatusOf(p.m, &d.Status, v1alpha1.Decided{Rule: d.Rule, Wait: d.Wait}, p.now)
+	view := v1alpha1.StatusOf(p.m, &d.Status, v1alpha1.Decided{Rule: d.Rule, Wait: d.Wait, Detail: problemDetail(p, d.Rule)}, p.now)
 	view.BootstrapTokenID = p.m.Status.BootstrapTokenID
 	if v1alpha1.SameView(&view, &p.m.Status) {
 		return

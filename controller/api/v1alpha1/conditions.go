@@ -38,7 +38,7 @@ func conditionsOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) []
 	if (st.Phase == phase.Running || st.Phase == phase.Available) && m.DeletionTimestamp == nil {
 		ready = metav1.ConditionTrue
 	}
-	set(ConditionReady, ready, sentences(d.Rule.Text(), desc))
+	set(ConditionReady, ready, sentences(d.Rule.Text(), d.Detail, desc))
 
 	current := WaitCondition(d.Wait.For)
 	for i := range conds {
@@ -59,10 +59,10 @@ func conditionsOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) []
 	return conds
 }
 
-// waitMessage says what the machine waits for, by which rule, and until
-// when.
+// waitMessage says what the machine waits for, by which rule, why when
+// known, and until when.
 func waitMessage(d Decided) string {
-	msg := sentences(d.Rule.Text())
+	msg := sentences(d.Rule.Text(), d.Detail)
 	w := d.Wait
 	if !w.Until.IsZero() {
 		msg += " The wait ends at " + w.Until.Time().Format(time.RFC3339)
@@ -80,7 +80,8 @@ func waitOf(d Decided) *Wait {
 	if d.Wait.For == lifecycle.WaitNone {
 		return nil
 	}
-	return &Wait{For: d.Wait.For.String(), Since: timeOf(d.Wait.Since), Until: timeOf(d.Wait.Until), Rule: d.Rule.String()}
+	return &Wait{For: d.Wait.For.String(), Since: timeOf(d.Wait.Since), Until: timeOf(d.Wait.Until), Rule: d.Rule.String(),
+		Detail: d.Detail}
 }
 
 func timeOf(s lifecycle.Stamp) *metav1.Time {
@@ -143,10 +144,10 @@ func sentences(texts ...string) string {
 }
 
 // SameView reports whether s and o tell a person the same: the same
-// observed generation, the same wait (what for, and until when) and the
-// same conditions by type and status. A controller that decided without
-// changing the lifecycle's status writes the status anyway when the view
-// it would write is not the same as the stored one.
+// observed generation, the same wait (what for, until when, and its
+// detail) and the same conditions by type and status. A controller that
+// decided without changing the lifecycle's status writes the status anyway
+// when the view it would write is not the same as the stored one.
 func SameView(s, o *MachineStatus) bool {
 	if s.ObservedGeneration != o.ObservedGeneration || !sameWait(s.Wait, o.Wait) || len(s.Conditions) != len(o.Conditions) {
 		return false
@@ -164,7 +165,7 @@ func sameWait(a, b *Wait) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.For == b.For && sameTime(a.Until, b.Until)
+	return a.For == b.For && sameTime(a.Until, b.Until) && a.Detail == b.Detail
 }
 
 // sameTime compares two optional times to the second, as the API keeps

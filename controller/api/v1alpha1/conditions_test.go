@@ -246,3 +246,35 @@ func TestStatusOfTheEarlierControllerIsRead(t *testing.T) {
 	var bad Machine
 	require.Error(t, json.Unmarshal([]byte(`{"status":{"lifecycle":{"flags":{"a":1}}}}`), &bad))
 }
+
+// What keeps a machine waiting beyond its rule's text (the class that is
+// missing, the machine that holds the name) is said after the rule's text
+// in the Ready condition and the wait's condition, and kept in the wait;
+// a view that differs only in it is not the same view, so it is written
+// when it changes (the class found, its Secret then missing).
+func TestConditionsSayTheDetail(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	m := machineNamed("m-1")
+	st := lifecycle.Status{}
+	d := Decided{Rule: lifecycle.RuleClassUnavailable, Wait: lifecycle.Wait{For: lifecycle.WaitProblem, Since: lifecycle.StampOf(t0)},
+		Detail: `reading MachineClass gone: machineclasses "gone" not found`}
+	s := StatusOf(m, &st, d, t0)
+	w := meta.FindStatusCondition(s.Conditions, "WaitingForProblem")
+	require.NotNil(t, w)
+	require.Equal(t, metav1.ConditionTrue, w.Status)
+	require.Equal(t, `The machine class or its secret is unavailable. Reading MachineClass gone: machineclasses "gone" not found.`, w.Message)
+	require.True(t, strings.HasPrefix(meta.FindStatusCondition(s.Conditions, ConditionReady).Message,
+		`The machine class or its secret is unavailable. Reading MachineClass gone: machineclasses "gone" not found.`))
+	require.Equal(t, d.Detail, s.Wait.Detail)
+
+	d.Detail = "reading Secret s of MachineClass gone: not found"
+	other := StatusOf(m, &st, d, t0)
+	require.False(t, SameView(&s, &other), "a changed detail is not written")
+	require.True(t, SameView(&other, &other))
+
+	d.Detail = ""
+	plain := StatusOf(m, &st, d, t0)
+	require.Equal(t, "The machine class or its secret is unavailable.",
+		meta.FindStatusCondition(plain.Conditions, "WaitingForProblem").Message)
+	require.Empty(t, plain.Wait.Detail)
+}

@@ -26,6 +26,9 @@ type Decided struct {
 	Rule lifecycle.Rule
 	// Wait is what the machine waits for.
 	Wait lifecycle.Wait
+	// Detail says what keeps the machine waiting beyond the rule's text
+	// (Wait.Detail), "" when nothing more is known.
+	Detail string
 }
 
 // StatusOf returns the resource status that records st for machine m as

@@ -175,6 +175,12 @@ type Wait struct {
 	// Rule is the identifier of the rule that decided the wait.
 	// +optional
 	Rule string `json:"rule,omitempty"`
+	// Detail says what keeps the machine waiting beyond the rule's text,
+	// where the controller knows it: the MachineClass or Secret that is
+	// missing or unreadable, the refused class reference, the machine of
+	// another namespace that holds the name.
+	// +optional
+	Detail string `json:"detail,omitempty"`
 }
 
 // LastOperation is MCM's LastOperation record.

@@ -136,6 +136,9 @@ func TestMachineWaitsForItsClass(t *testing.T) {
 	// The event says which object is missing: "the machine class or its
 	// secret" alone left a user to guess which, and of which name.
 	requireNote(t, ns, "m-later", lifecycle.RuleClassUnavailable.Event(), `MachineClass later`, "not found")
+	// So do the condition and the wait, which outlast the event.
+	require.Contains(t, condition(m, "WaitingForProblem").Message, "MachineClass later")
+	require.Contains(t, m.Status.Wait.Detail, "MachineClass later")
 
 	// The class appears: the machine is created without waiting for its
 	// requeue, and its wait for the class has ended.
