@@ -8,11 +8,12 @@ package machines
 //go:generate go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 rbac:roleName=purelifecycle-machine-controller paths=./ output:rbac:dir=../config/rbac
 
 // Machines: read and watch them, write their finalizer, labels,
-// annotations and providerID, and their status.
+// annotations and providerID, and their status. MachineClasses: read and
+// watch them, write the finalizer of those in use.
 // +kubebuilder:rbac:groups=machine.purelifecycle.dev,resources=machines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=machine.purelifecycle.dev,resources=machines/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=machine.purelifecycle.dev,resources=machines/finalizers,verbs=update
-// +kubebuilder:rbac:groups=machine.purelifecycle.dev,resources=machineclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machine.purelifecycle.dev,resources=machineclasses,verbs=get;list;watch;update
 
 // Each class's Secret is read, by name, from the API server.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

@@ -21,10 +21,11 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
-// setup registers the cache indexes the reconciler reads with and the
+// setup registers the cache indexes the reconciler reads with, the
 // controller named name with its workers: Machines, the Nodes and
 // MachineClasses mapped to their machines, and the machines the fleet pass
-// sends on granted.
+// sends on granted; and the controller name+"-class" that keeps the
+// finalizer of the classes in use (classfinalizer.go).
 func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <-chan event.GenericEvent) error {
 	// The indexes are registered before the manager starts; the context
 	// only bounds the informers' creation, which does not wait.
@@ -34,6 +35,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager, name string, workers int, granted <
 		if err := idx.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return err
 		}
+	}
+	if err := setupClassFinalizer(mgr, name+"-class", r.client, r.reader); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).

@@ -180,7 +180,9 @@ func TestConfigManifestsAreAcceptedByTheAPIServer(t *testing.T) {
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 		{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", "", false},
 		{"delete", "machine.purelifecycle.dev", "machines", "", ns, false},
-		{"update", "machine.purelifecycle.dev", "machineclasses", "", ns, false},
+		{"update", "machine.purelifecycle.dev", "machineclasses", "", ns, true}, // the finalizer of a class in use
+		{"delete", "machine.purelifecycle.dev", "machineclasses", "", ns, false},
+		{"patch", "machine.purelifecycle.dev", "machineclasses", "", ns, false},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   "system:serviceaccount:purelifecycle-system:purelifecycle-machine-controller",
