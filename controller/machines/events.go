@@ -84,8 +84,9 @@ func (r *Reconciler) record(p *pass, typ, reason string, rule lifecycle.Rule, st
 
 // problemDetail says, for a rule of a problem with the machine or its class,
 // which one: the class or Secret that is missing or unreadable, the
-// node template's fault, the class reference refused, or the machine of
-// another namespace that holds the name. The rules' own texts ("the machine
+// node template's fault, the class reference refused, the machine of
+// another namespace that holds the name, or the machine that holds the
+// instance or node it names. The rules' own texts ("the machine
 // class or its secret is unavailable", "the machine failed validation") name
 // none of them. "" for other rules.
 func problemDetail(p *pass, rule lifecycle.Rule) string {
@@ -96,6 +97,9 @@ func problemDetail(p *pass, rule lifecycle.Rule) string {
 	}
 	if rule == lifecycle.RuleInvalidMachine && p.nameHolder != "" {
 		return "its name is held by the machine " + p.nameHolder + " of another namespace"
+	}
+	if rule == lifecycle.RuleInvalidMachine && p.instanceHolder != "" {
+		return "the " + p.instanceWhat + " it names is held by the machine " + p.instanceHolder
 	}
 	if p.class != nil && p.class.err != nil {
 		return p.class.err.Error()

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/lifecycle"
 )
 
 // A machine's name identifies it outside its namespace: a provider finds
@@ -69,20 +70,114 @@ func actedOn(m *v1alpha1.Machine) bool {
 		m.Status.Lifecycle != nil && m.Status.Lifecycle.ProviderID != ""
 }
 
-// namesakes maps a machine that is gone to the machines of its name in
-// other namespaces, one of which may hold the name now.
+// namesakes maps a machine that is gone to the machines that may have
+// waited for it: those of its name in other namespaces, one of which may
+// hold the name now, and those that name its instance or its node.
 func (r *Reconciler) namesakes(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1alpha1.MachineList
-	if err := r.client.List(ctx, &list, client.MatchingFields{machineNameIndex: o.GetName()}); err != nil {
-		return nil
-	}
+	seen := map[client.ObjectKey]bool{}
 	var out []reconcile.Request
-	for i := range list.Items {
-		if m := &list.Items[i]; m.Namespace != o.GetNamespace() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+	add := func(field, value string, otherNamespace bool) {
+		var list v1alpha1.MachineList
+		if err := r.client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+			return
+		}
+		for i := range list.Items {
+			m := &list.Items[i]
+			k := client.ObjectKeyFromObject(m)
+			if m.UID == o.GetUID() || otherNamespace && m.Namespace == o.GetNamespace() || seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, reconcile.Request{NamespacedName: k})
+		}
+	}
+	add(machineNameIndex, o.GetName(), true)
+	if m, ok := o.(*v1alpha1.Machine); ok {
+		pids, nodes := instanceOf(m)
+		for _, pid := range pids {
+			add(machineProviderID, pid, false)
+		}
+		for _, n := range nodes {
+			add(machineNodeIndex, n, false)
 		}
 	}
 	return out
+}
+
+// A machine's instance and node are its own too. A machine copied from
+// another (kubectl get -o yaml, a new name, kubectl create) carries the
+// other's spec.providerID and node label: it would adopt the other's
+// instance, make itself its owner, and relabel the other's node as its own,
+// and the two would relabel the node in turn without end. So, as with names,
+// of two machines that name one instance (spec.providerID, or the
+// providerID their status records) or one node (the node label, or the node
+// their status records) only the one that holds it before the other
+// (holdsBefore) is acted on; the other waits with ProblemInvalidMachine and
+// a Warning event ReasonInstanceInUse naming the holder, calls no driver
+// and touches no node, and its deletion waits too, until the holder is
+// gone.
+
+// ReasonInstanceInUse is the reason of the Warning event recorded on a
+// machine that names the instance or the node of another machine, which
+// holds it.
+const ReasonInstanceInUse = "InstanceInUse"
+
+// instanceOf returns the providerIDs and node names machine m names.
+func instanceOf(m *v1alpha1.Machine) (pids, nodes []string) {
+	pid := ""
+	if m.Status.Lifecycle != nil {
+		pid = m.Status.Lifecycle.ProviderID
+	}
+	return nonEmpty(m.Spec.ProviderID, pid), nonEmpty(m.Labels[lifecycle.NodeLabel], m.Status.Node)
+}
+
+// instanceHolder returns the key of another machine that holds the
+// instance or the node m names, and which of them ("instance ID" or "node
+// N"); "" when m holds what it names.
+func (r *Reconciler) instanceHolder(ctx context.Context, m *v1alpha1.Machine) (holder, what string, err error) {
+	var best *v1alpha1.Machine
+	look := func(field, value, label string) error {
+		var list v1alpha1.MachineList
+		if err := r.client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			if o.UID != m.UID && holdsBefore(o, m) && (best == nil || holdsBefore(o, best)) {
+				best, what = o, label
+			}
+		}
+		return nil
+	}
+	pids, nodes := instanceOf(m)
+	for _, pid := range pids {
+		if err := look(machineProviderID, pid, "instance "+pid); err != nil {
+			return "", "", err
+		}
+	}
+	for _, n := range nodes {
+		if err := look(machineNodeIndex, n, "node "+n); err != nil {
+			return "", "", err
+		}
+	}
+	if best == nil {
+		return "", "", nil
+	}
+	return client.ObjectKeyFromObject(best).String(), what, nil
+}
+
+// instanceInUse logs and records, at most once per machine per
+// repeatInterval, that the pass's machine waits for the instance or node
+// another machine holds.
+func (r *Reconciler) instanceInUse(p *pass) {
+	if !r.repeats.allow(string(p.m.UID)+"/instance-in-use", r.now()) {
+		return
+	}
+	p.log.Info("the machine names the instance or node of another machine; waiting", "holder", p.instanceHolder, "what", p.instanceWhat)
+	r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonInstanceInUse, "Reconcile",
+		"The machine %s holds the %s that this machine names (its spec.providerID, node label or status, as when a machine is "+
+			"copied from another). This machine calls no driver and touches no node, and its deletion waits, until that machine is gone.",
+		p.instanceHolder, p.instanceWhat)
 }
 
 // nameInUse logs and records, at most once per machine per repeatInterval,

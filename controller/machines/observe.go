@@ -100,6 +100,9 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 	if p.nameHolder != "" {
 		in.Problem = lifecycle.ProblemInvalidMachine
 		r.nameInUse(p)
+	} else if p.instanceHolder != "" {
+		in.Problem = lifecycle.ProblemInvalidMachine
+		r.instanceInUse(p)
 	}
 	in.Grant = r.grants.of(p.m.UID)
 	if in.Problem == lifecycle.ProblemNone {

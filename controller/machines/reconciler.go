@@ -135,6 +135,10 @@ type pass struct {
 	// nameHolder is the machine of another namespace that holds the
 	// machine's name, "" when the name is its own (names.go).
 	nameHolder string
+	// instanceHolder is the machine that holds the instance or node this
+	// machine names, which instanceWhat says; "" when they are its own
+	// (names.go).
+	instanceHolder, instanceWhat string
 }
 
 // errGone is the error of a write to a machine that is gone.
@@ -203,6 +207,9 @@ func (p *pass) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) 
 		}
 		p.m = m
 		if p.nameHolder, err = p.r.nameHolder(ctx, m); err != nil {
+			return err
+		}
+		if p.instanceHolder, p.instanceWhat, err = p.r.instanceHolder(ctx, m); err != nil {
 			return err
 		}
 		if st, err = m.Status.ToLifecycle(); err != nil {

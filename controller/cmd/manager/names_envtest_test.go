@@ -65,3 +65,42 @@ func TestNameUsedInAnotherNamespaceWaits(t *testing.T) {
 	require.NotEqual(t, inst.ProviderID, again.ProviderID)
 	require.Equal(t, string(getMachine(t, second, "m-twin").UID), again.OwnerUID)
 }
+
+// A machine copied from another with kubectl (its YAML under a new name:
+// spec.providerID and the node label come along) would take the other's
+// instance and node. Found by hand: the copy adopted the instance, made
+// itself its owner through UpdateMetadata, and the two machines relabelled
+// the node in turn without end (thousands of passes a minute, which
+// starved a deletion of its worker). The copy waits instead, with an
+// event and its wait's detail naming the machine whose instance it names;
+// it calls no driver and touches no node.
+func TestCopiedMachineDoesNotTakeTheInstance(t *testing.T) {
+	needEnv(t)
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t)
+	orig, inst := bringUp(t, ns, "m-orig", time.Minute)
+
+	cp := machineSpec(ns, "m-copy", time.Minute)
+	cp.Spec.ProviderID = inst.ProviderID
+	cp.Labels = map[string]string{lifecycle.NodeLabel: inst.NodeName}
+	require.NoError(t, k8s.Create(ctx, cp))
+	m := waitCondition(t, ns, "m-copy", "WaitingForProblem", metav1.ConditionTrue, "DispatchInvalidMachine", 20*time.Second)
+	require.Contains(t, m.Status.Wait.Detail, ns+"/m-orig")
+	requireNote(t, ns, "m-copy", machines.ReasonInstanceInUse, ns+"/m-orig", inst.ProviderID)
+
+	// It stays so; the original keeps its instance, its ownership and its
+	// node.
+	time.Sleep(3 * time.Second)
+	require.Equal(t, "", getMachine(t, ns, "m-copy").Status.CurrentStatus.Phase)
+	for _, method := range []driverapi.Method{driverapi.MethodGetStatus, driverapi.MethodUpdateMetadata, driverapi.MethodDelete} {
+		require.Zero(t, provider.Calls("m-copy", method), "the copy called %s", method)
+	}
+	now, ok := provider.InstanceOf("m-orig")
+	require.True(t, ok, "the original's instance is gone")
+	require.Equal(t, string(orig.UID), now.OwnerUID)
+	n, ok := getNode(t, inst.NodeName)
+	require.True(t, ok, "the original's node is gone")
+	require.Equal(t, "m-orig", n.Labels[lifecycle.MachineNameLabel])
+	require.Equal(t, "Running", getMachine(t, ns, "m-orig").Status.CurrentStatus.Phase)
+}
