@@ -117,9 +117,10 @@ func (r *Reconciler) ruleEvent(p *pass, d *lifecycle.Decision) {
 	if reason == "" || d.Changed || refusesInput(d.Rule) || carriesEvent(d, reason) {
 		return
 	}
-	if p.nameHolder != "" && (d.Rule == lifecycle.RuleInvalidMachine || d.Rule == lifecycle.RuleDeleteProblem) {
-		// The machine waits for its name: NameInUse says so (names.go),
-		// where the rule's own text would call it invalid.
+	if (p.nameHolder != "" || p.instanceHolder != "") && (d.Rule == lifecycle.RuleInvalidMachine || d.Rule == lifecycle.RuleDeleteProblem) {
+		// The machine waits for its name, or for the instance or node it
+		// names: NameInUse or InstanceInUse says so (names.go), where the
+		// rule's own text would call it invalid.
 		return
 	}
 	if !r.repeats.allow(string(p.m.UID)+"/event/"+reason, r.now()) {

@@ -199,10 +199,9 @@ func TestRepeatLimiterForgetsOldKeys(t *testing.T) {
 	require.True(t, l.allow("back", now.Add(-time.Minute)))
 }
 
-// A problem's event says which object the problem is with: the class
-// read's error, or the machine that holds the name; the rule's text alone
-// ("the machine failed validation") named neither. Other rules' notes are
-// as before.
+// A problem's event says which object the problem is with, the class
+// read's error; the rule's text alone ("the machine class or its secret is
+// unavailable") named none. Other rules' notes are as before.
 func TestProblemEventsNameTheirCause(t *testing.T) {
 	metrics, _ := newTestMetrics(t)
 	rec := events.NewFakeRecorder(100)
@@ -217,15 +216,24 @@ func TestProblemEventsNameTheirCause(t *testing.T) {
 	require.Len(t, evs, 1)
 	require.Contains(t, evs[0], "The machine class or its secret is unavailable. Reading MachineClass gone: not found. ")
 
+	// A machine waiting for its name, or for an instance or node another
+	// machine holds, is told by NameInUse or InstanceInUse, not by the
+	// rule's event, which would call it invalid; the detail (for its
+	// conditions) names the holder.
 	invalid := problem
 	invalid.Rule = lifecycle.RuleInvalidMachine
 	p = newTestPass()
 	p.nameHolder = "other/m"
 	p.class = &classRead{}
 	r.decided(p, 0, &invalid)
-	evs = recorded(rec)
-	require.Len(t, evs, 1)
-	require.Contains(t, evs[0], "The machine failed validation. Its name is held by the machine other/m of another namespace. ")
+	require.Empty(t, recorded(rec))
+	require.Equal(t, "its name is held by the machine other/m of another namespace", problemDetail(p, invalid.Rule))
+	p = newTestPass()
+	p.instanceHolder, p.instanceWhat = "ns/orig", "instance fake:///vm-1"
+	p.class = &classRead{}
+	r.decided(p, 0, &invalid)
+	require.Empty(t, recorded(rec))
+	require.Equal(t, "the instance fake:///vm-1 it names is held by the machine ns/orig", problemDetail(p, invalid.Rule))
 
 	joined := joinedDecision(t)
 	p = newTestPass()

@@ -89,9 +89,11 @@ func TestCopiedMachineDoesNotTakeTheInstance(t *testing.T) {
 	require.Contains(t, m.Status.Wait.Detail, ns+"/m-orig")
 	requireNote(t, ns, "m-copy", machines.ReasonInstanceInUse, ns+"/m-orig", inst.ProviderID)
 
-	// It stays so; the original keeps its instance, its ownership and its
-	// node.
+	// It stays so, told by InstanceInUse and not by the rule's event, which
+	// would call it invalid; the original keeps its instance, its
+	// ownership and its node.
 	time.Sleep(3 * time.Second)
+	require.NotContains(t, eventReasons(t, ns, "m-copy"), "Warning "+lifecycle.RuleInvalidMachine.Event())
 	require.Equal(t, "", getMachine(t, ns, "m-copy").Status.CurrentStatus.Phase)
 	for _, method := range []driverapi.Method{driverapi.MethodGetStatus, driverapi.MethodUpdateMetadata, driverapi.MethodDelete} {
 		require.Zero(t, provider.Calls("m-copy", method), "the copy called %s", method)
