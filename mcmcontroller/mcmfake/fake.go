@@ -4,7 +4,8 @@
 // single VM; a fleet needs many.
 //
 // A [Driver] keeps instances keyed by providerID, each made for one machine
-// name and with a node name of its own. It answers as MCM's providers do:
+// name and with a node name of its own. It answers as a well-behaved MCM
+// provider may:
 //
 //   - CreateMachine is idempotent per machine name: while an instance of the
 //     name lives, another CreateMachine returns it instead of making one;
@@ -25,9 +26,11 @@
 //
 // A test scripts answers per method and per machine: [Driver.FailNext]
 // queues status codes, [Driver.SetHook] installs a function that may answer
-// any call instead. Every call is recorded ([Driver.Calls]). A Driver is safe
-// for concurrent use, as MCM's controller calls its provider from several
-// workers.
+// any call instead. Every call is recorded ([Driver.Calls]). A request
+// without what a method must read (nil, or without its machine) is answered
+// with InvalidArgument, and a call with a canceled context with Canceled or
+// DeadlineExceeded. A Driver is safe for concurrent use, as MCM's controller
+// calls its provider from several workers.
 package mcmfake
 
 import (
