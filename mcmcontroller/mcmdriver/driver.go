@@ -1,35 +1,3 @@
-// Package mcmdriver lets the lifecycle call a provider of Gardener's
-// machine-controller-manager: [For] wraps an implementation of MCM's
-// driver.Driver (v0.62.1) as a driverapi.Driver, converting requests,
-// responses and errors.
-//
-// MCM's requests carry Kubernetes objects, the lifecycle's plain data. The
-// controller that calls the provider has the objects, so it hands them to
-// [For] for the calls of one pass ([Objects]); what they lack is filled
-// from the call:
-//
-//	driverapi                          MCM driver.Driver
-//	MachineRef.Name, UID               Machine.Name, UID (from Objects.Machine when it is that machine)
-//	MachineRef.ProviderID              Machine.Spec.ProviderID (the recorded instance wins over an unwritten spec)
-//	MachineRef.NodeName                Machine's node label
-//	Class.Name, ProviderSpec           MachineClass.Name, ProviderSpec (from Objects.Class when given)
-//	Class.Secret                       Secret.Data (the data of the call: the user data filled in)
-//	Volume{Driver, Handle} / Spec      PersistentVolumeSpec: a CSI source, or Spec decoded as JSON
-//	ProviderID, NodeName, Addresses    the responses' fields
-//	LastKnownState                     the responses' LastKnownState
-//	ListMachinesResponse.Instances     MachineList (providerID -> machine name), sorted by providerID
-//	Code                               machinecodes/codes.Code: the same numbers and names
-//
-// What MCM's interface lacks is answered so: GetMachineStatus reports no
-// owner, metadata or generation (the lifecycle's VerifyOwner must be off);
-// ListMachines reports neither owners nor creation times; UpdateMachine and
-// UpdateMetadata answer Unimplemented, which the lifecycle reads as "cannot
-// be done in place".
-//
-// [ToMCM] goes the other way. Over lifecycletest.Provider it is an MCM
-// provider of many machines whose answers a test scripts (FailNext, the
-// Fault hook), where MCM's own fake driver holds a single machine
-// (ExampleToMCM).
 package mcmdriver
 
 import (
@@ -63,7 +31,11 @@ type Objects struct {
 	Secret *corev1.Secret
 }
 
-// For returns a driverapi.Driver that calls provider with objs.
+// For returns a driverapi.Driver that calls provider, an MCM provider,
+// with requests built from objs and each call's data (see the package doc
+// for what maps to what). The controller makes one per pass, with the
+// objects it read for that pass. A nil provider gives a driver whose every
+// call answers InvalidArgument.
 func For(provider driver.Driver, objs Objects) driverapi.Driver {
 	return &mcm{provider: provider, objs: objs}
 }
@@ -75,7 +47,29 @@ type mcm struct {
 	objs     Objects
 }
 
+// errNoProvider and errNoRequest are For's answers to a call it cannot
+// make.
+var (
+	errNoProvider = driverapi.Error(driverapi.InvalidArgument, "mcmdriver: no MCM provider")
+	errNoRequest  = driverapi.Error(driverapi.InvalidArgument, "mcmdriver: no request")
+)
+
+// check returns the error a call cannot be made for, given whether it came
+// with a request, or nil.
+func (d *mcm) check(hasRequest bool) error {
+	switch {
+	case d.provider == nil:
+		return errNoProvider
+	case !hasRequest:
+		return errNoRequest
+	}
+	return nil
+}
+
 func (d *mcm) CreateMachine(ctx context.Context, req *driverapi.CreateMachineRequest) (*driverapi.CreateMachineResponse, error) {
+	if err := d.check(req != nil); err != nil {
+		return nil, err
+	}
 	m, c, s := d.objects(req.Machine, req.Class)
 	resp, err := d.provider.CreateMachine(ctx, &driver.CreateMachineRequest{Machine: m, MachineClass: c, Secret: s})
 	if resp == nil {
@@ -86,6 +80,9 @@ func (d *mcm) CreateMachine(ctx context.Context, req *driverapi.CreateMachineReq
 }
 
 func (d *mcm) InitializeMachine(ctx context.Context, req *driverapi.InitializeMachineRequest) (*driverapi.InitializeMachineResponse, error) {
+	if err := d.check(req != nil); err != nil {
+		return nil, err
+	}
 	m, c, s := d.objects(req.Machine, req.Class)
 	resp, err := d.provider.InitializeMachine(ctx, &driver.InitializeMachineRequest{Machine: m, MachineClass: c, Secret: s})
 	if resp == nil {
@@ -96,6 +93,9 @@ func (d *mcm) InitializeMachine(ctx context.Context, req *driverapi.InitializeMa
 }
 
 func (d *mcm) GetMachineStatus(ctx context.Context, req *driverapi.GetMachineStatusRequest) (*driverapi.GetMachineStatusResponse, error) {
+	if err := d.check(req != nil); err != nil {
+		return nil, err
+	}
 	m, c, s := d.objects(req.Machine, req.Class)
 	resp, err := d.provider.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: m, MachineClass: c, Secret: s})
 	if resp == nil {
@@ -106,6 +106,9 @@ func (d *mcm) GetMachineStatus(ctx context.Context, req *driverapi.GetMachineSta
 }
 
 func (d *mcm) DeleteMachine(ctx context.Context, req *driverapi.DeleteMachineRequest) (*driverapi.DeleteMachineResponse, error) {
+	if err := d.check(req != nil); err != nil {
+		return nil, err
+	}
 	m, c, s := d.objects(req.Machine, req.Class)
 	if req.LastKnownState != "" {
 		// MCM hands the provider the state its last answer left.
@@ -119,6 +122,9 @@ func (d *mcm) DeleteMachine(ctx context.Context, req *driverapi.DeleteMachineReq
 }
 
 func (d *mcm) ListMachines(ctx context.Context, req *driverapi.ListMachinesRequest) (*driverapi.ListMachinesResponse, error) {
+	if err := d.check(req != nil); err != nil {
+		return nil, err
+	}
 	c, s := d.class(req.Class), d.secret(req.Class)
 	resp, err := d.provider.ListMachines(ctx, &driver.ListMachinesRequest{MachineClass: c, Secret: s})
 	if resp == nil {
@@ -132,6 +138,9 @@ func (d *mcm) ListMachines(ctx context.Context, req *driverapi.ListMachinesReque
 }
 
 func (d *mcm) GetVolumeIDs(ctx context.Context, req *driverapi.GetVolumeIDsRequest) (*driverapi.GetVolumeIDsResponse, error) {
+	if err := d.check(req != nil); err != nil {
+		return nil, err
+	}
 	specs := make([]*corev1.PersistentVolumeSpec, 0, len(req.Volumes))
 	for _, v := range req.Volumes {
 		spec, err := volumeSpec(v)

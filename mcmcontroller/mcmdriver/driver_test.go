@@ -2,8 +2,6 @@ package mcmdriver
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -18,72 +16,6 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 )
-
-// The two code lists are one: every number has the same name in both, and
-// a number past the last is known to neither.
-func TestCodesAreMCMs(t *testing.T) {
-	for c := codes.OK; c <= codes.Uninitialized; c++ {
-		d, ok := CodeFromMCM(c)
-		if !ok || d.String() != c.String() {
-			t.Errorf("MCM code %d (%s): driverapi %s, %v", c, c, d, ok)
-		}
-		back, ok := CodeToMCM(d)
-		if !ok || back != c {
-			t.Errorf("driverapi code %s: MCM %s, %v", d, back, ok)
-		}
-	}
-	if n := len(driverapi.Codes()); n != int(codes.Uninitialized)+1 {
-		t.Errorf("driverapi has %d codes, MCM %d", n, codes.Uninitialized+1)
-	}
-	if _, ok := CodeFromMCM(codes.Uninitialized + 1); ok {
-		t.Error("a code past Uninitialized is known")
-	}
-	if _, ok := CodeToMCM(driverapi.Code(200)); ok {
-		t.Error("an invalid driverapi code is known")
-	}
-}
-
-// An MCM status error, or its text wrapped in another error, reaches the
-// lifecycle with its code and message; an error MCM cannot decode stays
-// undecodable; OK with an error is undecodable too.
-func TestErrorsFromMCM(t *testing.T) {
-	for c := codes.Canceled; c <= codes.Uninitialized; c++ {
-		for _, err := range []error{status.Error(c, "it failed"), fmt.Errorf("calling the cloud: %v", status.Error(c, "it failed"))} {
-			got := driverapi.ResultOf(driverapi.MethodCreate, fromMCM(err))
-			if want, _ := CodeFromMCM(c); got.Code != want || got.Message != "it failed" || got.Undecodable {
-				t.Errorf("%v: %+v", err, got)
-			}
-		}
-	}
-	plain := errors.New("connection refused")
-	if got := driverapi.ResultOf(driverapi.MethodCreate, fromMCM(plain)); !got.Undecodable || got.Code != driverapi.Unknown {
-		t.Errorf("plain error: %+v", got)
-	}
-	if got := driverapi.ResultOf(driverapi.MethodCreate, fromMCM(status.Error(codes.OK, "fine?"))); !got.Undecodable {
-		t.Errorf("OK with an error: %+v", got)
-	}
-	if fromMCM(nil) != nil || errToMCM(nil) != nil {
-		t.Error("nil is not nil")
-	}
-}
-
-// A driverapi status error reaches MCM with its code and message; another
-// error stays as it is.
-func TestErrorsToMCM(t *testing.T) {
-	for _, c := range driverapi.Codes() {
-		if c == driverapi.OK {
-			continue
-		}
-		st, ok := status.FromError(errToMCM(fmt.Errorf("wrapped: %w", driverapi.Error(c, "no capacity"))))
-		if want, _ := CodeToMCM(c); !ok || st.Code() != want || st.Message() != "no capacity" {
-			t.Errorf("%s: %v %v", c, st, ok)
-		}
-	}
-	plain := errors.New("broken pipe")
-	if got := errToMCM(plain); got != plain {
-		t.Errorf("plain error became %v", got)
-	}
-}
 
 // recorder is an MCM provider that records the requests it is given and
 // answers as told.

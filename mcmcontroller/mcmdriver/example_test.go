@@ -13,7 +13,34 @@ import (
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
 	"github.com/purelifecycle/machine/mcmcontroller/mcmdriver"
+	"github.com/purelifecycle/machine/mcmcontroller/mcmfake"
 )
+
+// An MCM provider called by the lifecycle's shell: the controller hands
+// For the objects it read for the pass, and Invoke carries out the
+// lifecycle's calls with them.
+func ExampleFor() {
+	var provider driver.Driver = mcmfake.New() // an MCM provider: AWS, Azure, GCP, ...
+	objs := mcmdriver.Objects{
+		Machine: &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "shoot--p", Name: "worker-1", UID: "uid-1"}},
+		Class:   &v1alpha1.MachineClass{ObjectMeta: metav1.ObjectMeta{Namespace: "shoot--p", Name: "small"}},
+	}
+	d := mcmdriver.For(provider, objs)
+	ctx := context.Background()
+	class := driverapi.Class{Name: "small", Secret: map[string][]byte{"userData": []byte("#!/bin/sh")}}
+	m := driverapi.MachineRef{Name: "worker-1", UID: "uid-1"}
+
+	res := driverapi.Invoke(ctx, d, driverapi.Call{Method: driverapi.MethodGetStatus, Machine: m}, class)
+	fmt.Println(res.Code, res.Message)
+	res = driverapi.Invoke(ctx, d, driverapi.Call{Method: driverapi.MethodCreate, Machine: m, Attempt: 1}, class)
+	fmt.Println(res.Code, res.ProviderID, res.NodeName)
+	res = driverapi.Invoke(ctx, d, driverapi.Call{Method: driverapi.MethodUpdate, Machine: m}, class)
+	fmt.Println(res.Code)
+	// Output:
+	// NotFound mcmfake: no instance of machine "worker-1"
+	// OK fake:///zone-a/i-1 node-1
+	// Unimplemented
+}
 
 // The project's in-memory provider as an MCM provider: a cloud of many
 // machines whose answers a test scripts, for MCM's own controller or for
