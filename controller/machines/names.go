@@ -2,6 +2,7 @@ package machines
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,21 +35,30 @@ const ReasonNameInUse = "NameInUse"
 // nameHolder returns the key of the machine of another namespace that holds
 // m's name, "" when the name is m's own.
 func (r *Reconciler) nameHolder(ctx context.Context, m *v1alpha1.Machine) (string, error) {
-	var list v1alpha1.MachineList
-	if err := r.client.List(ctx, &list, client.MatchingFields{machineNameIndex: m.Name}); err != nil {
+	otherNamespace := func(o *v1alpha1.Machine) bool { return o.Namespace != m.Namespace }
+	holder, err := r.firstHolder(ctx, m, machineNameIndex, m.Name, otherNamespace, nil)
+	if err != nil || holder == nil {
 		return "", err
 	}
-	var holder *v1alpha1.Machine
+	return client.ObjectKeyFromObject(holder).String(), nil
+}
+
+// firstHolder returns, of best and the machines the cache index field maps
+// value to that candidate accepts, the one that holds before all others and
+// before m (holdsBefore); nil when none does.
+func (r *Reconciler) firstHolder(ctx context.Context, m *v1alpha1.Machine, field, value string,
+	candidate func(*v1alpha1.Machine) bool, best *v1alpha1.Machine) (*v1alpha1.Machine, error) {
+	var list v1alpha1.MachineList
+	if err := r.client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+		return nil, err
+	}
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.Namespace != m.Namespace && holdsBefore(o, m) && (holder == nil || holdsBefore(o, holder)) {
-			holder = o
+		if candidate(o) && holdsBefore(o, m) && (best == nil || holdsBefore(o, best)) {
+			best = o
 		}
 	}
-	if holder == nil {
-		return "", nil
-	}
-	return client.ObjectKeyFromObject(holder).String(), nil
+	return best, nil
 }
 
 // holdsBefore reports whether a holds a name before b: a machine acted on
@@ -136,16 +146,14 @@ func instanceOf(m *v1alpha1.Machine) (pids, nodes []string) {
 // N"); "" when m holds what it names.
 func (r *Reconciler) instanceHolder(ctx context.Context, m *v1alpha1.Machine) (holder, what string, err error) {
 	var best *v1alpha1.Machine
+	other := func(o *v1alpha1.Machine) bool { return o.UID != m.UID }
 	look := func(field, value, label string) error {
-		var list v1alpha1.MachineList
-		if err := r.client.List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+		found, err := r.firstHolder(ctx, m, field, value, other, best)
+		if err != nil {
 			return err
 		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			if o.UID != m.UID && holdsBefore(o, m) && (best == nil || holdsBefore(o, best)) {
-				best, what = o, label
-			}
+		if found != best {
+			best, what = found, label
 		}
 		return nil
 	}
@@ -166,28 +174,30 @@ func (r *Reconciler) instanceHolder(ctx context.Context, m *v1alpha1.Machine) (h
 	return client.ObjectKeyFromObject(best).String(), what, nil
 }
 
-// instanceInUse logs and records, at most once per machine per
-// repeatInterval, that the pass's machine waits for the instance or node
-// another machine holds.
+// instanceInUse records that the pass's machine waits for the instance or
+// node another machine holds (waitsForHolder).
 func (r *Reconciler) instanceInUse(p *pass) {
-	if !r.repeats.allow(string(p.m.UID)+"/instance-in-use", r.now()) {
-		return
-	}
-	p.log.Info("the machine names the instance or node of another machine; waiting", "holder", p.instanceHolder, "what", p.instanceWhat)
-	r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonInstanceInUse, "Reconcile",
-		"The machine %s holds the %s that this machine names (its spec.providerID, node label or status, as when a machine is "+
-			"copied from another). This machine calls no driver and touches no node, and its deletion waits, until that machine is gone.",
-		p.instanceHolder, p.instanceWhat)
+	r.waitsForHolder(p, ReasonInstanceInUse, "the machine names the instance or node of another machine; waiting",
+		fmt.Sprintf("The machine %s holds the %s that this machine names (its spec.providerID, node label or status, as when a machine is "+
+			"copied from another).", p.instanceHolder, p.instanceWhat), "holder", p.instanceHolder, "what", p.instanceWhat)
 }
 
-// nameInUse logs and records, at most once per machine per repeatInterval,
-// that the pass's machine waits for its name.
+// nameInUse records that the pass's machine waits for its name
+// (waitsForHolder).
 func (r *Reconciler) nameInUse(p *pass) {
-	if !r.repeats.allow(string(p.m.UID)+"/name-in-use", r.now()) {
+	r.waitsForHolder(p, ReasonNameInUse, "the machine's name is held by a machine of another namespace; waiting",
+		fmt.Sprintf("The machine %s, created first, holds the name %s: a provider and the nodes know a machine by its name alone.",
+			p.nameHolder, p.m.Name), "holder", p.nameHolder)
+}
+
+// waitsForHolder logs msg with kv and records a Warning event of reason
+// with note, which it ends saying what the machine does meanwhile, at most
+// once per machine and reason per repeatInterval.
+func (r *Reconciler) waitsForHolder(p *pass, reason, msg, note string, kv ...any) {
+	if !r.repeats.allow(string(p.m.UID)+"/holder/"+reason, r.now()) {
 		return
 	}
-	p.log.Info("the machine's name is held by a machine of another namespace; waiting", "holder", p.nameHolder)
-	r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, ReasonNameInUse, "Reconcile",
-		"The machine %s, created first, holds the name %s: a provider and the nodes know a machine by its name alone. "+
-			"This machine calls no driver and touches no node, and its deletion waits, until that machine is gone.", p.nameHolder, p.m.Name)
+	p.log.Info(msg, kv...)
+	r.recorder.Eventf(p.m, nil, corev1.EventTypeWarning, reason, "Reconcile",
+		"%s This machine calls no driver and touches no node, and its deletion waits, until that machine is gone.", note)
 }
