@@ -58,6 +58,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
+	github.com/purelifecycle/machine/kubeshell v0.0.0
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
@@ -100,3 +101,5 @@ require (
 )
 
 replace github.com/purelifecycle/machine => ..
+
+replace github.com/purelifecycle/machine/kubeshell => ../kubeshell

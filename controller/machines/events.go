@@ -5,11 +5,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
@@ -46,9 +46,6 @@ import (
 // same wait) is recorded or logged at most.
 const repeatInterval = 10 * time.Minute
 
-// maxNote is the longest note the events API accepts, in bytes.
-const maxNote = 1024
-
 // eventType returns the event type of rule r's event: Warning when the
 // rule says the machine needs attention (lifecycle.Rule.Warning).
 func eventType(r lifecycle.Rule) string {
@@ -77,9 +74,9 @@ func (r *Reconciler) event(p *pass, st *lifecycle.Status, e lifecycle.Effect) {
 // the machine from going on (problemDetail) and st's description in its
 // note.
 func (r *Reconciler) record(p *pass, typ, reason string, rule lifecycle.Rule, st *lifecycle.Status) {
-	parts := []string{sentence(rule.Text()), sentence(problemDetail(p, rule)), sentence(v1alpha1.Description(st, p.m.Name))}
+	parts := []string{kubeshell.Sentence(rule.Text()), kubeshell.Sentence(problemDetail(p, rule)), kubeshell.Sentence(v1alpha1.Description(st, p.m.Name))}
 	note := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
-	r.recorder.Eventf(p.m, nil, typ, reason, rule.String(), "%s", cutNote(note))
+	r.recorder.Eventf(p.m, nil, typ, reason, rule.String(), "%s", kubeshell.CutNote(note))
 }
 
 // problemDetail says, for a rule of a problem with the machine or its class,
@@ -156,33 +153,6 @@ func (r *Reconciler) logWait(p *pass, d *lifecycle.Decision) {
 		kv = append(kv, "until", w.Until.Time().Format(time.RFC3339))
 	}
 	p.log.Info("machine waits: "+d.Rule.Text(), kv...)
-}
-
-// sentence makes text a sentence: a capital first letter and a full stop;
-// "" stays "".
-func sentence(text string) string {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return ""
-	}
-	text = strings.ToUpper(text[:1]) + text[1:]
-	if !strings.HasSuffix(text, ".") {
-		text += "."
-	}
-	return text
-}
-
-// cutNote cuts a note to maxNote bytes at a character boundary, ending it
-// with "…" when it cuts.
-func cutNote(note string) string {
-	if len(note) <= maxNote {
-		return note
-	}
-	cut := maxNote - len("…")
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
-		cut--
-	}
-	return note[:cut] + "…"
 }
 
 // repeatLimiter remembers when each key was last allowed, so a report is

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lastop"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/phase"
@@ -142,7 +143,7 @@ func TestEventNotesAreReadableAndBounded(t *testing.T) {
 		Detail: strings.Repeat("é", lifecycle.MaxDetail)}
 	r.event(p, &st, lifecycle.Effect{Kind: lifecycle.KindEvent, Warning: true, Rule: lifecycle.RuleDeleteVMFailed})
 	note := strings.TrimPrefix(recorded(rec)[0], "Warning DeleteFailed ")
-	require.LessOrEqual(t, len(note), maxNote)
+	require.LessOrEqual(t, len(note), kubeshell.MaxNote)
 	require.True(t, strings.HasSuffix(note, "…"))
 	require.True(t, strings.HasPrefix(note, "Deleting the instance failed. "))
 }

@@ -117,7 +117,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 		if p.m.DeletionTimestamp != nil {
 			// The pods a drain must remove: the drain is done when none
 			// is left.
-			pods, err := r.podsToDrain(ctx, node.Name)
+			pods, err := r.nodes.PodsToDrain(ctx, node.Name)
 			if err != nil {
 				p.log.Info("listing the node's pods failed", "error", err.Error())
 				in.NodeReadFailed = true

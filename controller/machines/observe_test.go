@@ -86,19 +86,6 @@ func TestNodeViewReadsConditionsAndTaints(t *testing.T) {
 	}, nodeView(n))
 }
 
-func TestSetConditionKeepsTransitionTimeWhileTrue(t *testing.T) {
-	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	n := &corev1.Node{}
-	require.True(t, setCondition(n, "Terminating", lifecycle.ReasonScaleDown, "m", t0))
-	require.False(t, setCondition(n, "Terminating", lifecycle.ReasonScaleDown, "m", t0.Add(time.Minute)))
-	require.True(t, setCondition(n, "Terminating", lifecycle.ReasonUnhealthy, "m2", t0.Add(time.Minute)))
-	require.Len(t, n.Status.Conditions, 1)
-	c := n.Status.Conditions[0]
-	require.Equal(t, corev1.ConditionTrue, c.Status)
-	require.Equal(t, lifecycle.ReasonUnhealthy, c.Reason)
-	require.Equal(t, t0, c.LastTransitionTime.Time.UTC())
-}
-
 func TestTokenSecretIsSixteenLowerAlphanumerics(t *testing.T) {
 	s := tokenSecret()
 	require.Regexp(t, `^[a-z0-9]{16}$`, s)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 	lpass "github.com/purelifecycle/machine/lifecycle/pass"
 )
@@ -149,6 +150,7 @@ func newReconciler(c client.Client, reader client.Reader, opts Options) (*Reconc
 	r := &Reconciler{
 		client:        c,
 		reader:        reader,
+		nodes:         kubeshell.Nodes{Reader: reader, Writer: c},
 		driver:        opts.Driver,
 		class:         opts.Class,
 		config:        cfg,

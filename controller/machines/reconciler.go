@@ -68,6 +68,7 @@ import (
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 	lpass "github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/retry"
@@ -91,6 +92,7 @@ type Reconciler struct {
 	fromAPIServer bool
 	callTimeout   time.Duration
 
+	nodes   kubeshell.Nodes // reads nodes and pods from the API server, writes them
 	writes  *ownWrites
 	grants  *grants
 	workers sync.Pool     // of *worker
@@ -372,7 +374,7 @@ func (r *Reconciler) writeMachine(ctx context.Context, p *pass, mm *v1alpha1.Mac
 			p.gone = true
 			r.writes.forgetMachine(p.key)
 		}
-		return writeOf(err), err
+		return kubeshell.WriteOf(err), err
 	}
 	p.m = mm
 	if mm.DeletionTimestamp != nil && len(mm.Finalizers) == 0 {
@@ -383,17 +385,4 @@ func (r *Reconciler) writeMachine(ctx context.Context, p *pass, mm *v1alpha1.Mac
 	}
 	r.writes.recordMachine(mm, r.now())
 	return lifecycle.WriteOK, nil
-}
-
-// writeOf classifies an API error.
-func writeOf(err error) lifecycle.Write {
-	switch {
-	case err == nil:
-		return lifecycle.WriteOK
-	case apierrors.IsConflict(err):
-		return lifecycle.WriteConflict
-	case apierrors.IsNotFound(err):
-		return lifecycle.WriteNotFound
-	}
-	return lifecycle.WriteFailed
 }

@@ -3,11 +3,8 @@ package machines
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
@@ -64,23 +62,8 @@ func TokenIDFromName(m *v1alpha1.Machine) string { return lifecycle.BootstrapTok
 // fails: its derived or recorded ID, then IDs derived from its UID.
 const maxTokenIDs = 8
 
-// tokenIDOf returns the n-th ID derived from uid: 6 base-36 digits of the
-// SHA-256 hash of the UID (and of n, after the first).
-func tokenIDOf(uid string, n int) string {
-	in := uid
-	if n > 0 {
-		in += "/" + strconv.Itoa(n)
-	}
-	h := sha256.Sum256([]byte(in))
-	v := binary.BigEndian.Uint64(h[:8])
-	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-	var id [6]byte
-	for i := range id {
-		id[i] = digits[v%36]
-		v /= 36
-	}
-	return string(id[:])
-}
+// tokenIDOf returns the n-th ID derived from uid (kubeshell.TokenIDOf).
+func tokenIDOf(uid string, n int) string { return kubeshell.TokenIDOf(uid, n) }
 
 // validTokenID reports whether id has the form of a bootstrap token ID.
 func validTokenID(id string) bool {
@@ -157,7 +140,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, p *pass, machine string, e
 			if string(s.Data["expiration"]) != exp {
 				s.Data["expiration"] = []byte(exp)
 				if err := r.client.Update(ctx, s); err != nil {
-					return writeOf(err), err
+					return kubeshell.WriteOf(err), err
 				}
 			}
 			p.token = string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])
@@ -173,13 +156,13 @@ func (r *Reconciler) ensureToken(ctx context.Context, p *pass, machine string, e
 			if err := r.client.Create(ctx, s); err != nil {
 				// AlreadyExists: made meanwhile; the next attempt looks
 				// whose it is.
-				return writeOf(err), err
+				return kubeshell.WriteOf(err), err
 			}
 			r.writes.recordTokenMade(s.Name, p.m.UID, s.UID, r.now())
 			p.token = id + "." + string(s.Data["token-secret"])
 			return lifecycle.WriteOK, nil
 		default:
-			return writeOf(err), err
+			return kubeshell.WriteOf(err), err
 		}
 		if n == maxTokenIDs {
 			return lifecycle.WriteFailed, errTokenIDs
@@ -234,7 +217,7 @@ func (r *Reconciler) deleteToken(ctx context.Context, p *pass, machine string) (
 		return lifecycle.WriteOK, nil
 	}
 	if err != nil {
-		return writeOf(err), err
+		return kubeshell.WriteOf(err), err
 	}
 	if s.Labels[TokenMachineUIDLabel] != string(p.m.UID) {
 		p.log.V(1).Info("bootstrap token secret is another machine's; left alone", "secret", s.Name,
@@ -243,7 +226,7 @@ func (r *Reconciler) deleteToken(ctx context.Context, p *pass, machine string) (
 	}
 	err = r.client.Delete(ctx, s, client.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return writeOf(err), err
+		return kubeshell.WriteOf(err), err
 	}
 	r.writes.recordTokenDeleted(s.UID, r.now())
 	r.writes.forgetToken(key.Name)
