@@ -80,10 +80,17 @@ func (r *Reconciler) readClass(ctx context.Context, m *v1alpha1.Machine) classRe
 	if err := r.c.Control.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: ref.Name}, mc); err != nil {
 		return classUnreadable("MachineClass "+ref.Name, err)
 	}
+	return r.classData(ctx, mc, true)
+}
+
+// classData validates class mc and reads its Secrets (secretRef, then
+// credentialsSecretRef over it); with finalize, it gives the class and
+// its Secrets their finalizers when they lack them.
+func (r *Reconciler) classData(ctx context.Context, mc *v1alpha1.MachineClass, finalize bool) classRead {
 	if err := nodetemplate.Validate(mc.NodeTemplate); err != nil {
 		return classRead{problem: lifecycle.ProblemInvalidNodeTemplate, err: fmt.Errorf("MachineClass %s: %w", mc.Name, err)}
 	}
-	if mc.DeletionTimestamp == nil {
+	if finalize && mc.DeletionTimestamp == nil {
 		if err := ensureFinalizer(ctx, r.c.Control, mc, ClassFinalizer); err != nil {
 			return classRead{problem: lifecycle.ProblemClassNotReady, err: fmt.Errorf("MachineClass %s: its finalizer: %w", mc.Name, err)}
 		}
@@ -95,14 +102,14 @@ func (r *Reconciler) readClass(ctx context.Context, m *v1alpha1.Machine) classRe
 		}
 		ns := sr.Namespace
 		if ns == "" {
-			ns = m.Namespace
+			ns = mc.Namespace
 		}
 		s := &corev1.Secret{}
 		what := "Secret " + ns + "/" + sr.Name + " of MachineClass " + mc.Name
 		if err := r.c.ControlReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: sr.Name}, s); err != nil {
 			return classUnreadable(what, err)
 		}
-		if s.DeletionTimestamp == nil {
+		if finalize && s.DeletionTimestamp == nil {
 			if err := ensureFinalizer(ctx, r.c.Control, s, SecretFinalizer); err != nil {
 				return classRead{problem: lifecycle.ProblemClassNotReady, err: fmt.Errorf("%s: its finalizer: %w", what, err)}
 			}

@@ -78,7 +78,7 @@ func mcmCRDs(t *testing.T) string {
 // controller-runtime wants every controller's name unique in a process.
 var worlds int
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, change ...func(*machines.Options)) *world {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("needs KUBEBUILDER_ASSETS (tools/envtest/build.sh)")
@@ -109,8 +109,12 @@ func newWorld(t *testing.T) *world {
 		}}})
 	must(t, err)
 	worlds++
-	_, err = machines.Setup(mgr, nil, fmt.Sprintf("machine-%d", worlds), 2, machines.Options{Provider: w.prov, Namespace: w.ns,
-		TokenExtraGroups: "system:bootstrappers:machine"})
+	opts := machines.Options{Provider: w.prov, Namespace: w.ns, TokenExtraGroups: "system:bootstrappers:machine",
+		FleetInterval: time.Second}
+	for _, c := range change {
+		c(&opts)
+	}
+	_, err = machines.Setup(mgr, nil, fmt.Sprintf("machine-%d", worlds), 2, opts)
 	must(t, err)
 	done := make(chan struct{})
 	go func() {
@@ -124,7 +128,8 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// kubelet registers a Ready node for every instance of the cloud, ends
+// kubelet registers a node for every instance of the cloud, Ready when it
+// registers (a test may change its conditions later), ends
 // the pods being deleted, and deletes the nodes of instances that are
 // gone, every 200 ms.
 func (w *world) kubelet() {
@@ -314,5 +319,58 @@ func TestMachineDeletedAsUnderMCM(t *testing.T) {
 	must(t, w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "small-secret"}, s))
 	if hasFinalizer(s, machines.SecretFinalizer) {
 		t.Fatalf("secret finalizers %v", s.Finalizers)
+	}
+}
+
+// A Running machine whose node turns NotReady goes Unknown, and once its
+// health timeout has passed and the fleet limiter grants it, Failed, with
+// MCM's last operation.
+func TestUnhealthyMachineFailsThroughTheLimiter(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.VerifyOwner = false
+	cfg.HealthTimeout = 3 * time.Second
+	w := newWorld(t, func(o *machines.Options) { o.Config = &cfg })
+	w.class(t, "small")
+	w.machine(t, "worker-c-1", "small", nil)
+	eventually(t, "the machine Running", func() bool {
+		m := w.get(t, "worker-c-1")
+		return m != nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
+	})
+	n := &corev1.Node{}
+	must(t, w.c.Get(w.ctx, client.ObjectKey{Name: w.cloud.Instances()[0].NodeName}, n))
+	n.Status.Conditions[0].Status, n.Status.Conditions[0].Reason = corev1.ConditionFalse, "KubeletNotReady"
+	n.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	must(t, w.c.Status().Update(w.ctx, n))
+	eventually(t, "the machine Unknown", func() bool {
+		return w.get(t, "worker-c-1").Status.CurrentStatus.Phase == v1alpha1.MachineUnknown
+	})
+	var m *v1alpha1.Machine
+	eventually(t, "the machine Failed", func() bool {
+		m = w.get(t, "worker-c-1")
+		return m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed
+	})
+	if lo := m.Status.LastOperation; !strings.Contains(lo.Description, "health checks failing since last") ||
+		lo.Type != v1alpha1.MachineOperationHealthCheck || lo.State != v1alpha1.MachineStateFailed {
+		t.Fatalf("last operation %+v", lo)
+	}
+}
+
+// The leader's orphan collection deletes an instance of the class that no
+// machine owns, and leaves the machines' own.
+func TestOrphanInstanceIsDeleted(t *testing.T) {
+	w := newWorld(t, func(o *machines.Options) { o.OrphanInterval = time.Second })
+	w.class(t, "small")
+	w.machine(t, "worker-d-1", "small", nil)
+	eventually(t, "the machine Running", func() bool {
+		m := w.get(t, "worker-d-1")
+		return m != nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
+	})
+	ghost := w.cloud.Add("ghost-1", "4d1f2b8e-0000-4000-8000-000000000001", "small")
+	eventually(t, "the orphan deleted", func() bool {
+		_, ok := w.cloud.Instance(ghost.ProviderID)
+		return !ok
+	})
+	if insts := w.cloud.Instances(); len(insts) != 1 || insts[0].MachineName != "worker-d-1" {
+		t.Fatalf("instances %+v", insts)
 	}
 }

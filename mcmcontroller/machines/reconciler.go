@@ -21,6 +21,7 @@ import (
 	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 	lpass "github.com/purelifecycle/machine/lifecycle/pass"
+	"github.com/purelifecycle/machine/mcmcontroller/owner"
 	"github.com/purelifecycle/machine/retry"
 )
 
@@ -50,6 +51,17 @@ type Options struct {
 	// CallTimeout bounds each write, read and provider call of a pass;
 	// 0 means 5 minutes, MCM's bound of a provider call.
 	CallTimeout time.Duration
+	// Owner is how a machine's owner is derived for the fleet limiter
+	// (owner.ByDeployment, the zero value, follows the owner references up
+	// to the MachineDeployment).
+	Owner owner.By
+	// FleetInterval is how often the leader computes the fleet limiter's
+	// grants; 0 means 30 seconds.
+	FleetInterval time.Duration
+	// OrphanInterval is how often the leader deletes the instances no
+	// machine owns (MCM's --machine-safety-orphan-vms-period); 0 means
+	// never.
+	OrphanInterval time.Duration
 }
 
 // Clients are the clients of the two clusters: the control cluster holds
@@ -77,6 +89,7 @@ type Reconciler struct {
 	nodes    kubeshell.Nodes
 	checked  lifecycle.Checked
 	config   lifecycle.Config
+	grants   grants // the fleet pass's (fleet.go)
 }
 
 // New returns a Reconciler of the machines of opts.Namespace.
@@ -104,6 +117,9 @@ func New(c Clients, opts Options) (*Reconciler, error) {
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = 5 * time.Minute
+	}
+	if opts.FleetInterval <= 0 {
+		opts.FleetInterval = 30 * time.Second
 	}
 	return &Reconciler{noTarget: cfg.NoTargetCluster, opts: opts, c: c, nodes: kubeshell.Nodes{Reader: c.TargetReader, Writer: c.Target},
 		checked: checked, config: cfg}, nil

@@ -30,8 +30,9 @@ const (
 // target cluster (nil: the manager's cluster is the target too, or there
 // is none when the Config says so), registers the caches' indexes, and adds to
 // the manager the controller named name with workers workers (MCM's
-// --concurrent-syncs) and the controller name+"-class" that removes the
-// finalizers of classes and Secrets no longer in use (classes.go). A
+// --concurrent-syncs), the leader's fleet pass (fleet.go) and the
+// controller name+"-class" that removes the finalizers of classes and
+// Secrets no longer in use (classes.go). A
 // target cluster other than the manager's is added to the manager, which
 // starts it.
 func Setup(mgr ctrl.Manager, target cluster.Cluster, name string, workers int, opts Options) (*Reconciler, error) {
@@ -72,11 +73,16 @@ func Setup(mgr ctrl.Manager, target cluster.Cluster, name string, workers int, o
 	if err := setupClasses(mgr, name+"-class", opts.Namespace); err != nil {
 		return nil, err
 	}
+	f := &fleet{r: r, enqueue: make(chan event.GenericEvent)}
+	if err := mgr.Add(f); err != nil {
+		return nil, err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionRequested))).
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass)).
+		WatchesRawSource(source.Channel(f.enqueue, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 	if !noTarget {
 		b = b.WatchesRawSource(source.Kind(target.GetCache(), client.Object(&corev1.Node{}),

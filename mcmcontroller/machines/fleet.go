@@ -1,0 +1,210 @@
+package machines
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mcmadapter "github.com/purelifecycle/machine/adapters/mcm"
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/mcmcontroller/mcmdriver"
+	"github.com/purelifecycle/machine/mcmcontroller/owner"
+)
+
+// grants holds the fleet limiter's grants of the last fleet pass, by
+// machine UID: the machines that may be marked Failed. A pass reads its
+// machine's grant at every step. It is safe for concurrent use.
+type grants struct {
+	mu   sync.RWMutex
+	fail map[types.UID]bool
+}
+
+// of returns the machine's grant.
+func (g *grants) of(uid types.UID) lifecycle.Grant {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return lifecycle.Grant{Fail: g.fail[uid]}
+}
+
+// replace makes fail the grants, and returns those granted now that were
+// not before.
+func (g *grants) replace(fail map[types.UID]bool) []types.UID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var granted []types.UID
+	for uid := range fail {
+		if !g.fail[uid] {
+			granted = append(granted, uid)
+		}
+	}
+	g.fail = fail
+	return granted
+}
+
+// fleet is the leader's periodic pass over the namespace's machines: every
+// Options.FleetInterval it computes the fleet limiter's grants
+// (lifecycle.Limit, each machine's owner derived as Options.Owner says),
+// and every Options.OrphanInterval (0: never) it deletes the provider's
+// instances of the namespace's classes that no machine owns
+// (lifecycle.Orphans), as MCM's safety controller does. A machine granted
+// now is reconciled at once, as its grant is new input. It implements
+// manager.Runnable and runs only while elected.
+type fleet struct {
+	r       *Reconciler
+	enqueue chan event.GenericEvent
+
+	machs   []*v1alpha1.Machine
+	members []lifecycle.Member
+	out     []lifecycle.Grant
+}
+
+// NeedLeaderElection reports true: grants are computed by one controller.
+func (f *fleet) NeedLeaderElection() bool { return true }
+
+// Start runs fleet passes until ctx ends.
+func (f *fleet) Start(ctx context.Context) error {
+	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithName("fleet"))
+	t := time.NewTicker(f.r.opts.FleetInterval)
+	defer t.Stop()
+	var orphans <-chan time.Time
+	if f.r.opts.OrphanInterval > 0 {
+		ot := time.NewTicker(f.r.opts.OrphanInterval)
+		defer ot.Stop()
+		orphans = ot.C
+	}
+	f.run(ctx, false)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			f.run(ctx, false)
+		case <-orphans:
+			f.run(ctx, true)
+		}
+	}
+}
+
+// run makes one fleet pass, collecting orphans when asked.
+func (f *fleet) run(ctx context.Context, collectOrphans bool) {
+	now := f.r.opts.Now()
+	if err := f.observe(ctx); err != nil {
+		logf.FromContext(ctx).Error(err, "listing machines")
+		return
+	}
+	f.grant(ctx, now)
+	if collectOrphans {
+		f.collectOrphans(ctx, now)
+	}
+}
+
+// observe lists the namespace's machines from the cache, sorted by name,
+// into f.machs and f.members; a machine whose status cannot be read is
+// left to its own reconcile.
+func (f *fleet) observe(ctx context.Context) error {
+	r := f.r
+	var list v1alpha1.MachineList
+	// The listed objects are the cache's own: read, never changed.
+	if err := r.c.Control.List(ctx, &list, client.InNamespace(r.opts.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	f.machs, f.members = f.machs[:0], f.members[:0]
+	for i := range list.Items {
+		f.machs = append(f.machs, &list.Items[i])
+	}
+	slices.SortFunc(f.machs, func(a, b *v1alpha1.Machine) int { return cmp.Compare(a.Name, b.Name) })
+	keep := f.machs[:0]
+	for _, m := range f.machs {
+		st, err := mcmadapter.StatusFrom(m)
+		if err != nil {
+			continue
+		}
+		o := mcmadapter.ObjectFrom(m)
+		o.Owner = owner.Of(m, r.opts.Owner, r.machineSet(ctx))
+		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st}))
+		keep = append(keep, m)
+	}
+	f.machs = keep
+	return nil
+}
+
+// machineSet returns the cache's lookup of MachineSets for owner.Of.
+func (r *Reconciler) machineSet(ctx context.Context) owner.Sets {
+	return func(namespace, name string) (*v1alpha1.MachineSet, bool) {
+		ms := &v1alpha1.MachineSet{}
+		if err := r.c.Control.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ms); err != nil {
+			return nil, false
+		}
+		return ms, true
+	}
+}
+
+// grant computes the grants, publishes them and reconciles the machines
+// granted now.
+func (f *fleet) grant(ctx context.Context, now time.Time) {
+	r := f.r
+	var obs lifecycle.Observer
+	if r.opts.Observer != nil {
+		obs = r.opts.Observer()
+	}
+	f.out = lifecycle.Limit(f.out[:0], &r.config, now, obs, f.members)
+	fail := map[types.UID]bool{}
+	for i, g := range f.out {
+		if g.Fail {
+			fail[f.machs[i].UID] = true
+		}
+	}
+	granted := r.grants.replace(fail)
+	for _, m := range f.machs {
+		if !slices.Contains(granted, m.UID) {
+			continue
+		}
+		ev := event.GenericEvent{Object: &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}}
+		select {
+		case f.enqueue <- ev:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// collectOrphans lists the provider's instances of each class of the
+// namespace and deletes those no machine owns.
+func (f *fleet) collectOrphans(ctx context.Context, now time.Time) {
+	log := logf.FromContext(ctx).WithName("orphans")
+	r := f.r
+	var classes v1alpha1.MachineClassList
+	if err := r.c.Control.List(ctx, &classes, client.InNamespace(r.opts.Namespace)); err != nil {
+		log.Error(err, "listing classes")
+		return
+	}
+	for i := range classes.Items {
+		mc := &classes.Items[i]
+		cr := r.classData(ctx, mc, false)
+		if cr.problem != lifecycle.ProblemNone {
+			log.Info("class unusable; its instances are not listed", "class", mc.Name, "error", cr.err.Error())
+			continue
+		}
+		drv := mcmdriver.For(r.opts.Provider, mcmdriver.Objects{Class: mc, Secret: cr.secret})
+		class := driverapi.Class{Name: mc.Name, ProviderSpec: mc.ProviderSpec.Raw, Secret: cr.data}
+		res := driverapi.Invoke(ctx, drv, driverapi.Call{Method: driverapi.MethodList}, class)
+		if !res.OK() {
+			log.Info("listing instances failed", "class", mc.Name, "error", res.ErrorText())
+			continue
+		}
+		for _, c := range lifecycle.Orphans(nil, &r.config, now, f.members, res.Instances) {
+			res := driverapi.Invoke(ctx, drv, c, class)
+			log.Info("deleted orphan instance", "call", lifecycle.CallString(c), "code", res.Code.String(), "error", res.ErrorText())
+		}
+	}
+}
