@@ -143,11 +143,10 @@ type Controller struct {
 	// LeaderElection is the leader election of the controller's replicas
 	// (--leader-elect and its companions).
 	LeaderElection LeaderElection
-	// QPS, Burst and ContentType shape the clients' requests
-	// (--kube-api-qps, --kube-api-burst, --kube-api-content-type).
-	QPS         float32
-	Burst       int
-	ContentType string
+	// QPS and Burst shape the clients' requests (--kube-api-qps,
+	// --kube-api-burst).
+	QPS   float32
+	Burst int
 	// Serve is the address of the controller's HTTP endpoints: metrics and
 	// probes (--address and --port).
 	Serve string
@@ -192,11 +191,10 @@ func (o *Options) Controller() Controller {
 			RetryPeriod:   le.RetryPeriod.Duration,
 			ResourceLock:  le.ResourceLock,
 		},
-		QPS:         m.KubeAPIQPS,
-		Burst:       int(m.KubeAPIBurst),
-		ContentType: m.ContentType,
-		Serve:       net.JoinHostPort(m.Address, strconv.Itoa(int(m.Port))),
-		Profiling:   m.EnableProfiling,
+		QPS:       m.KubeAPIQPS,
+		Burst:     int(m.KubeAPIBurst),
+		Serve:     net.JoinHostPort(m.Address, strconv.Itoa(int(m.Port))),
+		Profiling: m.EnableProfiling,
 
 		ContentionProfiling: m.EnableContentionProfiling,
 	}

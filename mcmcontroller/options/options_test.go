@@ -167,7 +167,7 @@ func TestFlagsSetTheController(t *testing.T) {
 		TokenAuthExtraGroups: []string{"system:bootstrappers:a", "system:bootstrappers:b"},
 		LeaderElection: LeaderElection{Enabled: false, LeaseDuration: 20 * time.Second,
 			RenewDeadline: 12 * time.Second, RetryPeriod: 3 * time.Second, ResourceLock: "leases"},
-		QPS: 55, Burst: 80, ContentType: "application/json",
+		QPS: 55, Burst: 80,
 		Serve: "127.0.0.1:10300", Profiling: true, ContentionProfiling: true,
 	}
 	if got := o.Controller(); !reflect.DeepEqual(got, want) {
