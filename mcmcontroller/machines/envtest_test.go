@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,11 +35,13 @@ import (
 // CRDs, the fake cloud behind MCM's driver interface, and a kubelet that
 // registers a Ready node for every instance.
 type world struct {
-	ctx   context.Context
-	ns    string
-	c     client.Client
-	cloud *mcmfake.Driver
-	prov  *recording
+	ctx    context.Context
+	cfg    *rest.Config
+	scheme *runtime.Scheme
+	ns     string
+	c      client.Client
+	cloud  *mcmfake.Driver
+	prov   *recording
 }
 
 // recording is the fake cloud, recording the user data of each
@@ -80,6 +83,14 @@ var worlds int
 
 func newWorld(t *testing.T, change ...func(*machines.Options)) *world {
 	t.Helper()
+	w := bareWorld(t)
+	w.startOurs(t, change...)
+	return w
+}
+
+// bareWorld is the world without a machine controller.
+func bareWorld(t *testing.T) *world {
+	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("needs KUBEBUILDER_ASSETS (tools/envtest/build.sh)")
 	}
@@ -97,11 +108,18 @@ func newWorld(t *testing.T, change ...func(*machines.Options)) *world {
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	must(t, err)
 
-	w := &world{ctx: ctx, ns: "shoot--test", c: c, cloud: mcmfake.New()}
+	w := &world{ctx: ctx, cfg: cfg, scheme: scheme, ns: "shoot--test", c: c, cloud: mcmfake.New()}
 	w.prov = &recording{Driver: w.cloud, userData: map[string]string{}}
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}))
+	go w.kubelet()
+	return w
+}
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: zap.New(zap.UseDevMode(true)),
+// startOurs starts the drop-in controller, with the options change
+// makes; stop stops it and waits until it has.
+func (w *world) startOurs(t *testing.T, change ...func(*machines.Options)) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(w.cfg, ctrl.Options{Scheme: w.scheme, Logger: zap.New(zap.UseDevMode(true)),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.Machine{}:      {Namespaces: map[string]cache.Config{w.ns: {}}},
@@ -116,6 +134,7 @@ func newWorld(t *testing.T, change ...func(*machines.Options)) *world {
 	}
 	_, err = machines.Setup(mgr, nil, fmt.Sprintf("machine-%d", worlds), 2, opts)
 	must(t, err)
+	ctx, cancel := context.WithCancel(w.ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -123,9 +142,9 @@ func newWorld(t *testing.T, change ...func(*machines.Options)) *world {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	go w.kubelet()
-	return w
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // kubelet registers a node for every instance of the cloud, Ready when it

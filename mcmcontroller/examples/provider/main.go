@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -29,7 +30,11 @@ import (
 func main() {
 	ctrl.SetLogger(zap.New())
 	provider := driver.NewFakeDriver(false, "fake:///zone-a/vm-1", "node-vm-1", "", nil, nil, nil)
-	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], provider); err != nil {
+	err := run(ctrl.SetupSignalHandler(), os.Args[1:], provider)
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
