@@ -3,8 +3,10 @@ package mcmworld_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -137,4 +139,43 @@ func fleetReady(w *mcmworld.World, deployment, class string, n int) bool {
 		}
 	}
 	return true
+}
+
+// A node that turns unhealthy (KernelDeadlock) makes MCM's machine
+// controller mark its machine Unknown and, after the health timeout,
+// Failed; MCM's MachineSet controller then deletes it and makes a
+// replacement, and the deployment is available again.
+func TestMCMReplacesTheMachineOfAnUnhealthyNode(t *testing.T) {
+	w := mcmworld.Start(t)
+	cloud := mcmfake.New()
+	safety := mcmworld.MachineSafetyDefaults()
+	safety.MachineHealthTimeout = metav1.Duration{Duration: 2 * time.Second}
+	w.StartMCMMachineControllerWith(cloud, safety)
+	kubelet := w.StartKubelet(cloud)
+	w.CreateClass("class-a")
+	w.CreateDeployment("pool-a", "class-a", 1)
+	w.WaitFor("1 Running machine, the deployment available", func() bool {
+		return fleetReady(w, "pool-a", "class-a", 1)
+	})
+	sick := w.MachineList()[0]
+
+	kubelet.SetCondition(sick.Labels["node"], "KernelDeadlock", corev1.ConditionTrue)
+	var phases []v1alpha1.MachinePhase
+	w.WaitFor("the machine of the unhealthy node Failed or deleting", func() bool {
+		for _, m := range w.MachineList() {
+			if m.Name != sick.Name {
+				continue
+			}
+			if p := m.Status.CurrentStatus.Phase; len(phases) == 0 || phases[len(phases)-1] != p {
+				phases = append(phases, p)
+			}
+			return m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed || m.DeletionTimestamp != nil
+		}
+		return true
+	})
+	t.Logf("phases of the unhealthy machine: %v", phases)
+	w.WaitFor("a replacement Running, the unhealthy machine gone", func() bool {
+		ms := w.MachineList()
+		return fleetReady(w, "pool-a", "class-a", 1) && ms[0].Name != sick.Name
+	})
 }
