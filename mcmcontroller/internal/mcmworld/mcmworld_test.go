@@ -86,22 +86,53 @@ func TestMCMMachineControllerRunsAndRollsAFleet(t *testing.T) {
 	w.WaitFor("2 Running machines on Ready nodes, the deployment available", func() bool {
 		return fleetReady(w, "pool-a", "class-a", 2)
 	})
-	old := map[string]bool{}
+	type machine struct{ node string }
+	old := map[string]machine{}
 	for _, m := range w.MachineList() {
-		old[m.Name] = true
+		old[m.Name] = machine{node: m.Labels["node"]}
 	}
 
 	w.SetClass("pool-a", "class-b")
+	// MCM's MachineDeployment controller reaches the nodes of the old
+	// machines through the machines' node label: it taints them
+	// PreferNoSchedule and keeps the autoscaler off them during the
+	// rollout.
+	tainted, annotated := map[string]bool{}, map[string]bool{}
 	w.WaitFor("the rollout to class-b done", func() bool {
+		for _, n := range w.NodeList() {
+			for _, taint := range n.Spec.Taints {
+				if taint.Key == "deployment.machine.sapcloud.io/prefer-no-schedule" && taint.Effect == corev1.TaintEffectPreferNoSchedule {
+					tainted[n.Name] = true
+				}
+			}
+			if n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] == "true" {
+				annotated[n.Name] = true
+			}
+		}
 		if !fleetReady(w, "pool-a", "class-b", 2) {
 			return false
 		}
 		for _, m := range w.MachineList() {
-			if old[m.Name] {
+			if _, ok := old[m.Name]; ok {
 				return false
 			}
 		}
 		return len(cloud.Instances()) == 2
+	})
+	for _, m := range old {
+		if !tainted[m.node] || !annotated[m.node] {
+			t.Errorf("old node %s: tainted %v, annotated for the autoscaler %v during the rollout", m.node, tainted[m.node], annotated[m.node])
+		}
+	}
+	// It lifts the annotations in the reconcile after the one that found
+	// the rollout complete.
+	w.WaitFor("the autoscaler's annotations lifted", func() bool {
+		for _, n := range w.NodeList() {
+			if _, ok := n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"]; ok {
+				return false
+			}
+		}
+		return true
 	})
 	for _, inst := range cloud.Instances() {
 		if inst.Class != "class-b" {

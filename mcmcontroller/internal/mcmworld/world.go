@@ -189,7 +189,10 @@ func (g gate) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // startControlControllers starts MCM's MachineSet, MachineDeployment and
 // safety controllers as MCM's controller manager does (app.StartControllers),
-// with informers on the control namespace and a target node informer.
+// with informers on the control namespace and a target node informer, and
+// with MCM's default --autoscaler-scaledown-annotation-during-rollout:
+// during a rollout the nodes of the deployment's machines are annotated
+// cluster-autoscaler.kubernetes.io/scale-down-disabled.
 func (w *World) startControlControllers() {
 	w.t.Helper()
 	cfg := w.controllerConfig("machine-controller-manager")
@@ -200,7 +203,7 @@ func (w *World) startControlControllers() {
 	informers := machineFactory.Machine().V1alpha1()
 	ctl, err := mcmcontroller.NewController(w.Namespace, machines.MachineV1alpha1(), core, core, targetFactory,
 		informers.Machines(), informers.MachineSets(), informers.MachineDeployments(),
-		record.NewFakeRecorder(1000), w.settings.safety, false)
+		record.NewFakeRecorder(1000), w.settings.safety, true)
 	if err != nil {
 		w.t.Fatalf("MCM's control controllers: %v", err)
 	}
