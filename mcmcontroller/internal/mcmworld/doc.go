@@ -9,6 +9,18 @@
 // beside the same control controllers. Tests that run both in the same
 // world see whether a replacement keeps MCM's fleet controllers working.
 //
+// A test of a machine controller, in outline:
+//
+//	w := mcmworld.Start(t)
+//	cloud := mcmfake.New()
+//	w.StartMCMMachineController(cloud) // or start another with w.ControllerConfig, w.Namespace, cloud
+//	w.StartKubelet(cloud)
+//	w.CreateClass("class-a")
+//	w.CreateDeployment("pool-a", "class-a", 2)
+//	w.WaitFor("the deployment available", func() bool {
+//		return mcmworld.DeploymentAvailable(w.Deployment("pool-a"))
+//	})
+//
 // What a World runs:
 //
 //   - an API server and etcd from KUBEBUILDER_ASSETS ([Start] skips the
@@ -32,9 +44,10 @@
 // volume attachments, no garbage collector (owner references do not
 // cascade: MCM's own finalizers and deletions do the work they do) and no
 // node lifecycle controller (a node goes NotReady only when the Kubelet
-// says so). MCM's cluster-autoscaler integration and in-place updates are
-// not exercised. Events go to fake recorders, and also to the API server
-// through MCM's own broadcasters.
+// says so). No cluster autoscaler runs (MCM writes its annotations during
+// rollouts; nothing reads them), and MCM's in-place updates and machine
+// preservation are not exercised. Events go to fake recorders, and also to
+// the API server through MCM's own broadcasters.
 //
 // MCM's controllers cannot be stopped cleanly (their Run waits for workers
 // that wait on queues Run shuts down only after they return), so their

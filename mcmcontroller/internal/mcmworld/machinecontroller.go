@@ -67,7 +67,7 @@ func (w *World) StartMCMMachineControllerWith(drv driver.Driver, safety mcmoptio
 	if err != nil {
 		w.t.Fatalf("the API server's version %q: %v", info.GitVersion, err)
 	}
-	cfg := w.controllerConfig("machine-controller")
+	cfg := w.ControllerConfig("machine-controller")
 	machines := versioned.NewForConfigOrDie(cfg)
 	core := kubernetes.NewForConfigOrDie(cfg)
 	machineFactory := machineinformers.NewFilteredSharedInformerFactory(machines, 0, w.Namespace, nil)

@@ -156,12 +156,14 @@ func Start(t testing.TB, opts ...Option) *World {
 	return w
 }
 
-// controllerConfig returns a copy of the world's rest config, named for
-// the controller, whose requests fail once the test has ended: MCM's
+// ControllerConfig returns a copy of the world's rest config with the
+// user agent agent, whose requests fail once the test has ended. MCM's
 // controllers cannot be stopped (their Run waits for workers that wait for
 // queues Run shuts down only after they return), so their goroutines
-// outlive the test, and must not reach anything from then on.
-func (w *World) controllerConfig(agent string) *rest.Config {
+// outlive the test, and must not reach anything from then on; the World
+// gives them such configs, and a test gives one to any controller of its
+// own that it cannot stop either.
+func (w *World) ControllerConfig(agent string) *rest.Config {
 	cfg := rest.AddUserAgent(rest.CopyConfig(w.Config), agent)
 	stopped := w.stopped
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -195,7 +197,7 @@ func (g gate) RoundTrip(r *http.Request) (*http.Response, error) {
 // cluster-autoscaler.kubernetes.io/scale-down-disabled.
 func (w *World) startControlControllers() {
 	w.t.Helper()
-	cfg := w.controllerConfig("machine-controller-manager")
+	cfg := w.ControllerConfig("machine-controller-manager")
 	machines := versioned.NewForConfigOrDie(cfg)
 	core := kubernetes.NewForConfigOrDie(cfg)
 	machineFactory := machineinformers.NewFilteredSharedInformerFactory(machines, 0, w.Namespace, nil)
