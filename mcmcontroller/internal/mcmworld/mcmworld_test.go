@@ -16,8 +16,8 @@ import (
 
 // Without a machine controller, MCM's MachineDeployment controller makes a
 // MachineSet and its MachineSet controller the machines, which stay
-// without a phase; scaled down, the MachineSet controller deletes the
-// surplus.
+// without a phase or finalizer; scaled down, the MachineSet controller
+// deletes the surplus, which is gone at once.
 func TestControlControllersScaleAFleetWithoutAMachineController(t *testing.T) {
 	w := mcmworld.Start(t)
 	w.CreateClass("class-a")
@@ -48,17 +48,17 @@ func TestControlControllersScaleAFleetWithoutAMachineController(t *testing.T) {
 	})
 
 	w.Scale("pool-a", 1)
-	w.WaitFor("2 of the 3 machines deleting or gone", func() bool {
-		return len(mcmworld.Live(w.MachineList())) == 1
-	})
-	// Deleted machines stay, with MCM's finalizer, until a machine
-	// controller lets them go; the MachineSet controller marks them
-	// Terminating itself.
+	// The machine controller puts MCM's finalizer on a machine when it
+	// first reconciles it: without one, the machines the MachineSet
+	// controller deletes are gone at once.
 	for _, m := range w.MachineList() {
-		if m.DeletionTimestamp != nil && m.Status.CurrentStatus.Phase != v1alpha1.MachineTerminating {
-			t.Errorf("deleted machine %s in phase %q", m.Name, m.Status.CurrentStatus.Phase)
+		if len(m.Finalizers) != 0 {
+			t.Errorf("machine %s has finalizers %v without a machine controller", m.Name, m.Finalizers)
 		}
 	}
+	w.WaitFor("2 of the 3 machines gone", func() bool {
+		return len(w.MachineList()) == 1
+	})
 	if d := w.Deployment("pool-a"); mcmworld.DeploymentAvailable(d) {
 		t.Errorf("MachineDeployment available without a machine controller: %+v", d.Status)
 	}
