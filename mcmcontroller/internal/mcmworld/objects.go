@@ -122,6 +122,45 @@ func (w *World) UpdateDeployment(name string, edit func(*v1alpha1.MachineDeploym
 	return out
 }
 
+// UpdateMachine applies edit to the Machine as the API server has it and
+// writes it, again on a conflict, and returns what was written.
+func (w *World) UpdateMachine(name string, edit func(*v1alpha1.Machine)) *v1alpha1.Machine {
+	w.t.Helper()
+	return w.updateMachine(name, edit, false)
+}
+
+// UpdateMachineStatus applies edit to the Machine as the API server has it
+// and writes its status, again on a conflict, and returns what was
+// written: a test that plays the machine controller.
+func (w *World) UpdateMachineStatus(name string, edit func(*v1alpha1.Machine)) *v1alpha1.Machine {
+	w.t.Helper()
+	return w.updateMachine(name, edit, true)
+}
+
+// updateMachine is UpdateMachine, or UpdateMachineStatus with status.
+func (w *World) updateMachine(name string, edit func(*v1alpha1.Machine), status bool) *v1alpha1.Machine {
+	w.t.Helper()
+	c := w.Machines.MachineV1alpha1().Machines(w.Namespace)
+	var out *v1alpha1.Machine
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		m, err := c.Get(w.Ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(m)
+		if status {
+			out, err = c.UpdateStatus(w.Ctx, m, metav1.UpdateOptions{})
+		} else {
+			out, err = c.Update(w.Ctx, m, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	if err != nil {
+		w.t.Fatalf("updating machine %s: %v", name, err)
+	}
+	return out
+}
+
 // Scale sets the MachineDeployment's replicas.
 func (w *World) Scale(name string, replicas int32) {
 	w.t.Helper()
