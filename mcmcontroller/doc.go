@@ -14,6 +14,7 @@
 //	mcmdriver     MCM providers called through the lifecycle's driver interface (For), and back (ToMCM)
 //	mcmfake       a scriptable in-memory MCM provider of many machines, for tests
 //	difftest      MCM's own machine controller driven reconcile by reconcile, beside the lifecycle
+//	internal/mcmworld  a test world: MCM's MachineSet and MachineDeployment controllers against a real API server, with MCM's machine controller or another, and a fake kubelet
 //
 // This package holds no code.
 package mcmcontroller

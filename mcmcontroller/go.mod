@@ -5,12 +5,14 @@ go 1.26.2
 require (
 	github.com/Masterminds/semver/v3 v3.4.0
 	github.com/gardener/machine-controller-manager v0.62.1
+	github.com/prometheus/client_golang v1.23.2
 	github.com/purelifecycle/machine v0.0.0
 	github.com/purelifecycle/machine/adapters/mcm v0.0.0
 	github.com/spf13/pflag v1.0.9
 	k8s.io/api v0.34.3
 	k8s.io/apimachinery v0.34.3
 	k8s.io/client-go v0.34.3
+	k8s.io/klog/v2 v2.130.1
 	sigs.k8s.io/controller-runtime v0.22.5
 )
 
@@ -48,7 +50,6 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
@@ -73,7 +74,6 @@ require (
 	k8s.io/apiserver v0.34.3 // indirect
 	k8s.io/cluster-bootstrap v0.34.0 // indirect
 	k8s.io/component-base v0.34.3 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
