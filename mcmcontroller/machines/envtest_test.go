@@ -35,13 +35,12 @@ import (
 // CRDs, the fake cloud behind MCM's driver interface, and a kubelet that
 // registers a Ready node for every instance.
 type world struct {
-	ctx    context.Context
-	cfg    *rest.Config
-	scheme *runtime.Scheme
-	ns     string
-	c      client.Client
-	cloud  *mcmfake.Driver
-	prov   *recording
+	ctx   context.Context
+	cfg   *rest.Config
+	ns    string
+	c     client.Client
+	cloud *mcmfake.Driver
+	prov  *recording
 }
 
 // recording is the fake cloud, recording the user data of each
@@ -108,7 +107,7 @@ func bareWorld(t *testing.T) *world {
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	must(t, err)
 
-	w := &world{ctx: ctx, cfg: cfg, scheme: scheme, ns: "shoot--test", c: c, cloud: mcmfake.New()}
+	w := &world{ctx: ctx, cfg: cfg, ns: "shoot--test", c: c, cloud: mcmfake.New()}
 	w.prov = &recording{Driver: w.cloud, userData: map[string]string{}}
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}))
 	go w.kubelet()
@@ -119,22 +118,33 @@ func bareWorld(t *testing.T) *world {
 // makes; stop stops it and waits until it has.
 func (w *world) startOurs(t *testing.T, change ...func(*machines.Options)) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.cfg, ctrl.Options{Scheme: w.scheme, Logger: zap.New(zap.UseDevMode(true)),
+	return startDropIn(t, w.cfg, w.ns, w.prov, change...)
+}
+
+// startDropIn starts the drop-in controller against the API server of cfg
+// on the machines of namespace ns, with provider and the options change
+// makes; stop stops it and waits until it has.
+func startDropIn(t *testing.T, cfg *rest.Config, ns string, provider driver.Driver, change ...func(*machines.Options)) (stop func()) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	must(t, clientgoscheme.AddToScheme(scheme))
+	must(t, v1alpha1.AddToScheme(scheme))
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{ns: {}}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: zap.New(zap.UseDevMode(true)),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.Machine{}:      {Namespaces: map[string]cache.Config{w.ns: {}}},
-			&v1alpha1.MachineClass{}: {Namespaces: map[string]cache.Config{w.ns: {}}},
+			&v1alpha1.Machine{}: inNamespace, &v1alpha1.MachineClass{}: inNamespace, &v1alpha1.MachineSet{}: inNamespace,
 		}}})
 	must(t, err)
 	worlds++
-	opts := machines.Options{Provider: w.prov, Namespace: w.ns, TokenExtraGroups: "system:bootstrappers:machine",
+	opts := machines.Options{Provider: provider, Namespace: ns, TokenExtraGroups: "system:bootstrappers:machine",
 		FleetInterval: time.Second}
 	for _, c := range change {
 		c(&opts)
 	}
 	_, err = machines.Setup(mgr, nil, fmt.Sprintf("machine-%d", worlds), 2, opts)
 	must(t, err)
-	ctx, cancel := context.WithCancel(w.ctx)
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

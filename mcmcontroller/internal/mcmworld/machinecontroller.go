@@ -1,6 +1,7 @@
 package mcmworld
 
 import (
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -46,19 +47,33 @@ func MachineSafetyDefaults() mcmoptions.SafetyOptions {
 // [MachineSafetyDefaults], as an MCM provider's binary does: informers on
 // the control namespace's machines, classes and secrets, target informers
 // on the whole (same) API server, [DefaultNodeConditions], and the API
-// server's version as the target's. It runs until the test ends.
+// server's version as the target's. It runs until the test ends, or
+// until stop is called: from then on its informers stop and every request
+// it makes fails, as if it had been scaled down (its goroutines cannot be
+// ended; see the package doc), so another controller can take over.
 //
 // A test of another machine controller starts that one instead, beside
 // the same control controllers.
-func (w *World) StartMCMMachineController(drv driver.Driver) {
+func (w *World) StartMCMMachineController(drv driver.Driver) (stop func()) {
 	w.t.Helper()
-	w.StartMCMMachineControllerWith(drv, MachineSafetyDefaults())
+	return w.StartMCMMachineControllerWith(drv, MachineSafetyDefaults())
 }
 
 // StartMCMMachineControllerWith is [World.StartMCMMachineController] with
 // its own safety options.
-func (w *World) StartMCMMachineControllerWith(drv driver.Driver, safety mcmoptions.SafetyOptions) {
+func (w *World) StartMCMMachineControllerWith(drv driver.Driver, safety mcmoptions.SafetyOptions) (stop func()) {
 	w.t.Helper()
+	halt := make(chan struct{})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(halt) }) }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-halt:
+		case <-w.Ctx.Done():
+		}
+	}()
 	info, err := w.Core.Discovery().ServerVersion()
 	if err != nil {
 		w.t.Fatalf("the API server's version: %v", err)
@@ -67,7 +82,7 @@ func (w *World) StartMCMMachineControllerWith(drv driver.Driver, safety mcmoptio
 	if err != nil {
 		w.t.Fatalf("the API server's version %q: %v", info.GitVersion, err)
 	}
-	cfg := w.ControllerConfig("machine-controller")
+	cfg := w.gatedConfig("machine-controller", halt)
 	machines := versioned.NewForConfigOrDie(cfg)
 	core := kubernetes.NewForConfigOrDie(cfg)
 	machineFactory := machineinformers.NewFilteredSharedInformerFactory(machines, 0, w.Namespace, nil)
@@ -80,5 +95,6 @@ func (w *World) StartMCMMachineControllerWith(drv driver.Driver, safety mcmoptio
 	if err != nil {
 		w.t.Fatalf("MCM's machine controller: %v", err)
 	}
-	w.run("MCM's machine controller", ctl, machineFactory, controlFactory, targetFactory)
+	w.run("MCM's machine controller", ctl, done, machineFactory, controlFactory, targetFactory)
+	return stop
 }

@@ -164,26 +164,35 @@ func Start(t testing.TB, opts ...Option) *World {
 // gives them such configs, and a test gives one to any controller of its
 // own that it cannot stop either.
 func (w *World) ControllerConfig(agent string) *rest.Config {
+	return w.gatedConfig(agent, nil)
+}
+
+// gatedConfig is ControllerConfig whose requests fail also once halt
+// (nil: never) is closed.
+func (w *World) gatedConfig(agent string, halt <-chan struct{}) *rest.Config {
 	cfg := rest.AddUserAgent(rest.CopyConfig(w.Config), agent)
 	stopped := w.stopped
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return gate{rt: rt, stopped: stopped}
+		return gate{rt: rt, stopped: stopped, halt: halt}
 	})
 	return cfg
 }
 
-// gate is a round tripper that fails every request once stopped is closed.
+// gate is a round tripper that fails every request once stopped or halt
+// is closed.
 type gate struct {
-	rt      http.RoundTripper
-	stopped <-chan struct{}
+	rt            http.RoundTripper
+	stopped, halt <-chan struct{}
 }
 
-// RoundTrip fails once the world is stopped, and sends the request
-// otherwise.
+// RoundTrip fails once the world or the controller is stopped, and sends
+// the request otherwise.
 func (g gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	select {
 	case <-g.stopped:
 		return nil, fmt.Errorf("mcmworld: the world's test has ended")
+	case <-g.halt:
+		return nil, fmt.Errorf("mcmworld: the controller was stopped")
 	default:
 		return g.rt.RoundTrip(r)
 	}
@@ -209,7 +218,7 @@ func (w *World) startControlControllers() {
 	if err != nil {
 		w.t.Fatalf("MCM's control controllers: %v", err)
 	}
-	w.run("MCM's control controllers", ctl, machineFactory, targetFactory)
+	w.run("MCM's control controllers", ctl, w.Ctx.Done(), machineFactory, targetFactory)
 }
 
 // runner is a controller of MCM's: Run blocks until stop is closed (and,
@@ -224,12 +233,11 @@ type starter interface {
 }
 
 // run starts the factories, waits for their caches, and runs ctl in a
-// goroutine until the test ends. At the end, ctl's metrics collector,
+// goroutine until stop is closed. At the end, ctl's metrics collector,
 // which its Run registers with Prometheus's default registry, is
 // unregistered, so the next World's controller can register its own.
-func (w *World) run(name string, ctl runner, factories ...starter) {
+func (w *World) run(name string, ctl runner, stop <-chan struct{}, factories ...starter) {
 	w.t.Helper()
-	stop := w.Ctx.Done()
 	for _, f := range factories {
 		f.Start(stop)
 	}
