@@ -98,7 +98,7 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 			x.observed = x.edge(in.Observer.Since)
 		}
 	}
-	x.phaseBefore = d.Status.Phase
+	x.creationFlow = d.Status.Phase == phase.None || d.Status.Phase == phase.CrashLoopBackOff
 
 	// Validate the input, consume the outcome, dispatch, and seal.
 	o, st := &in.Object, &d.Status
@@ -199,8 +199,10 @@ type decider struct {
 	becameRunning bool
 	// evented: the decision reports an event of its own.
 	evented bool
-	// phaseBefore is the machine's phase when the step began.
-	phaseBefore phase.Phase
+	// creationFlow: the step ran the creation flow, the machine having no
+	// phase or being in CrashLoopBackOff when it began. MCM writes the
+	// priority annotation there only.
+	creationFlow bool
 	// badTime: a time of the input lies outside the years a Stamp holds.
 	badTime bool
 	// flowed: the input was valid and the flows decided.
@@ -414,13 +416,6 @@ func (x *decider) idle() {
 // deleting reports whether deletion was requested.
 func (x *decider) deleting() bool { return x.deleted != 0 }
 
-// creationFlow reports whether the step ran the creation flow: the machine
-// had no phase or was in CrashLoopBackOff when it began. MCM writes the
-// priority annotation there only.
-func (x *decider) creationFlow() bool {
-	return x.phaseBefore == phase.None || x.phaseBefore == phase.CrashLoopBackOff
-}
-
 // ensures reports whether the decision carries the object ensure-effects
 // (ensureObject): every decision of a flow for a machine not being deleted,
 // but one that reports that the previous decision's status or writes
@@ -442,26 +437,26 @@ const (
 // objectNeeds returns the ensure-effects the object needs for the status
 // the decision leaves: the finalizer, and once an instance is recorded the
 // node label, the priority annotation (in the creation flow) and
-// spec.providerID (MCM D2 and B2).
-func (x *decider) objectNeeds() objectNeeds {
+// spec.providerID (MCM D2 and B2). It is small enough to inline into the
+// seal; the node label's comparison comes first, as it usually settles its
+// condition.
+func (x *decider) objectNeeds() (n objectNeeds) {
 	o, st := x.o, x.st
-	var n objectNeeds
 	if !o.Finalizer {
-		n |= needFinalizer
+		n = needFinalizer
 	}
-	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
-		return n
-	}
-	if !x.cfg.NoTargetCluster && st.NodeName != "" && o.NodeLabel != st.NodeName {
-		n |= needNodeLabel
-	}
-	if o.Priority == "" && x.creationFlow() {
-		// B2: the creation flow writes it, as MCM does, and nothing else
-		// (a machine past creation keeps whatever it has).
-		n |= needPriority
-	}
-	if o.ProviderID != st.ProviderID {
-		n |= needProviderID
+	if st.ProviderID != "" && !st.Flags.Has(FlagStaleInstance) {
+		if o.NodeLabel != st.NodeName && st.NodeName != "" && !x.cfg.NoTargetCluster {
+			n |= needNodeLabel
+		}
+		if o.Priority == "" && x.creationFlow {
+			// B2: the creation flow writes it, as MCM does, and nothing
+			// else (a machine past creation keeps whatever it has).
+			n |= needPriority
+		}
+		if o.ProviderID != st.ProviderID {
+			n |= needProviderID
+		}
 	}
 	return n
 }
