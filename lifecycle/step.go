@@ -100,7 +100,8 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	}
 	x.creationFlow = d.Status.Phase == phase.None || d.Status.Phase == phase.CrashLoopBackOff
 
-	// Validate the input, consume the outcome, dispatch, and seal.
+	// Validate the input, decide from the outcome (absorb, dispatch) or
+	// afresh, and seal.
 	o, st := &in.Object, &d.Status
 	switch {
 	case o.Name == "" && o.UID == "":
@@ -124,11 +125,11 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	default:
 		x.flowed = true
 		x.clampStamps()
-		n := fresh
 		if in.Outcome != nil {
-			n = x.absorb()
+			x.dispatch(x.absorb())
+		} else {
+			x.decideFresh()
 		}
-		x.dispatch(n)
 	}
 
 	x.seal()
@@ -271,28 +272,27 @@ func (x *decider) clampStamps() {
 	}
 }
 
-// dispatch decides what the machine does next: the action its outcome's
-// row leads to (goOn, absorb.go), or, for a pass without one (nextFresh), a
-// fresh decision from the status: deletion, then the rest of MCM's dispatch
-// rows (decideFresh).
+// dispatch decides what the machine does next after an outcome: the action
+// the outcome's row leads to (goOn, absorb.go), or a fresh decision from
+// the status (nextFresh, decideFresh), as for a step without an outcome.
 func (x *decider) dispatch(n next) {
 	switch n.action() {
 	case nextDone:
 	case nextFresh:
-		if x.deleting() {
-			x.delete()
-			return
-		}
 		x.decideFresh()
 	default:
 		x.goOn(n)
 	}
 }
 
-// decideFresh is the top of a fresh decision for a machine not being
-// deleted (MCM's dispatch rows D1-D10, doc/mcm-rows.md): freeze, problems,
-// then the flow of the machine's phase.
+// decideFresh is the top of a fresh decision (MCM's dispatch rows D1-D10,
+// doc/mcm-rows.md): deletion, checked here once; for a machine not being
+// deleted, the freeze, problems, then the flow of the machine's phase.
 func (x *decider) decideFresh() {
+	if x.deleting() {
+		x.delete()
+		return
+	}
 	if x.in.Observer.Degraded {
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
