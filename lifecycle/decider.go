@@ -138,10 +138,20 @@ func (x *decider) event(r Rule, warning bool) {
 
 // ruleEvent reports the decision's rule as an event when the rule declares
 // one, the decision changes the status and reported no event of its own;
-// it comes first among the effects, so a driver call stays the last.
+// it comes first among the effects, so a driver call stays the last. The
+// common decision, which changes nothing or reported its event, costs no
+// call: ruleEvent inlines, and reportRule decides the rest.
 func (x *decider) ruleEvent() {
+	if x.changed && !x.evented {
+		x.reportRule()
+	}
+}
+
+// reportRule reports the decision's rule as the event of a decision that
+// changes the status and reported none, when the rule declares one.
+func (x *decider) reportRule() {
 	r := x.d.Rule
-	if !x.changed || x.evented || !r.Valid() || ruleSpecs[r].event == "" {
+	if !r.Valid() || ruleSpecs[r].event == "" {
 		return
 	}
 	ev := [1]Effect{{Kind: KindEvent, Rule: r, Warning: ruleSpecs[r].warn}}

@@ -161,7 +161,7 @@ func (x *decider) advance(r Rule, op lastop.Operation, next Stage, flags Flags) 
 }
 
 // entered is enter for an outcome's handler: the decision then goes on with
-// deletion from the stage entered (dispatch's first check).
+// deletion from the stage entered (decideFresh's first check).
 func (x *decider) entered(r Rule, op lastop.Operation, next Stage, flags Flags) next {
 	x.enter(r, op, next, flags)
 	return fresh

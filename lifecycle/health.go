@@ -136,7 +136,6 @@ func (x *decider) becomeUnknown(r Rule, desc lastop.Desc) Rule {
 // conditions, or without a Ready condition (which MCM lets pass), a node is
 // not healthy.
 func (x *decider) healthy(conds []Condition) bool {
-	watched := x.cfg.nodeConditions(&x.in.Object)
 	ready := false
 	for i := range conds {
 		c := &conds[i]
@@ -147,7 +146,9 @@ func (x *decider) healthy(conds []Condition) bool {
 			}
 			ready = true
 		case c.Status == ConditionFalse:
-		case contains(watched, c.Type):
+		case contains(x.cfg.nodeConditions(&x.in.Object), c.Type):
+			// The watched types are looked up only for a condition that
+			// is not False, which a healthy node has none of but Ready.
 			return false
 		}
 	}

@@ -98,9 +98,10 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 			x.observed = x.edge(in.Observer.Since)
 		}
 	}
-	x.phaseBefore = d.Status.Phase
+	x.creationFlow = d.Status.Phase == phase.None || d.Status.Phase == phase.CrashLoopBackOff
 
-	// Validate the input, consume the outcome, dispatch, and seal.
+	// Validate the input, decide from the outcome (absorb, dispatch) or
+	// afresh, and seal.
 	o, st := &in.Object, &d.Status
 	switch {
 	case o.Name == "" && o.UID == "":
@@ -124,11 +125,11 @@ func decide(d *Decision, cfg *Config, in *Input, pre *derived) {
 	default:
 		x.flowed = true
 		x.clampStamps()
-		n := fresh
 		if in.Outcome != nil {
-			n = x.absorb()
+			x.dispatch(x.absorb())
+		} else {
+			x.decideFresh()
 		}
-		x.dispatch(n)
 	}
 
 	x.seal()
@@ -199,8 +200,10 @@ type decider struct {
 	becameRunning bool
 	// evented: the decision reports an event of its own.
 	evented bool
-	// phaseBefore is the machine's phase when the step began.
-	phaseBefore phase.Phase
+	// creationFlow: the step ran the creation flow, the machine having no
+	// phase or being in CrashLoopBackOff when it began. MCM writes the
+	// priority annotation there only.
+	creationFlow bool
 	// badTime: a time of the input lies outside the years a Stamp holds.
 	badTime bool
 	// flowed: the input was valid and the flows decided.
@@ -269,28 +272,27 @@ func (x *decider) clampStamps() {
 	}
 }
 
-// dispatch decides what the machine does next: the action its outcome's
-// row leads to (goOn, absorb.go), or, for a pass without one (nextFresh), a
-// fresh decision from the status: deletion, then the rest of MCM's dispatch
-// rows (decideFresh).
+// dispatch decides what the machine does next after an outcome: the action
+// the outcome's row leads to (goOn, absorb.go), or a fresh decision from
+// the status (nextFresh, decideFresh), as for a step without an outcome.
 func (x *decider) dispatch(n next) {
 	switch n.action() {
 	case nextDone:
 	case nextFresh:
-		if x.deleting() {
-			x.delete()
-			return
-		}
 		x.decideFresh()
 	default:
 		x.goOn(n)
 	}
 }
 
-// decideFresh is the top of a fresh decision for a machine not being
-// deleted (MCM's dispatch rows D1-D10, doc/mcm-rows.md): freeze, problems,
-// then the flow of the machine's phase.
+// decideFresh is the top of a fresh decision (MCM's dispatch rows D1-D10,
+// doc/mcm-rows.md): deletion, checked here once; for a machine not being
+// deleted, the freeze, problems, then the flow of the machine's phase.
 func (x *decider) decideFresh() {
+	if x.deleting() {
+		x.delete()
+		return
+	}
 	if x.in.Observer.Degraded {
 		x.rule(RuleFrozen)
 		x.requeue(retry.Long)
@@ -414,13 +416,6 @@ func (x *decider) idle() {
 // deleting reports whether deletion was requested.
 func (x *decider) deleting() bool { return x.deleted != 0 }
 
-// creationFlow reports whether the step ran the creation flow: the machine
-// had no phase or was in CrashLoopBackOff when it began. MCM writes the
-// priority annotation there only.
-func (x *decider) creationFlow() bool {
-	return x.phaseBefore == phase.None || x.phaseBefore == phase.CrashLoopBackOff
-}
-
 // ensures reports whether the decision carries the object ensure-effects
 // (ensureObject): every decision of a flow for a machine not being deleted,
 // but one that reports that the previous decision's status or writes
@@ -442,26 +437,26 @@ const (
 // objectNeeds returns the ensure-effects the object needs for the status
 // the decision leaves: the finalizer, and once an instance is recorded the
 // node label, the priority annotation (in the creation flow) and
-// spec.providerID (MCM D2 and B2).
-func (x *decider) objectNeeds() objectNeeds {
+// spec.providerID (MCM D2 and B2). It is small enough to inline into the
+// seal; the node label's comparison comes first, as it usually settles its
+// condition.
+func (x *decider) objectNeeds() (n objectNeeds) {
 	o, st := x.o, x.st
-	var n objectNeeds
 	if !o.Finalizer {
-		n |= needFinalizer
+		n = needFinalizer
 	}
-	if st.ProviderID == "" || st.Flags.Has(FlagStaleInstance) {
-		return n
-	}
-	if !x.cfg.NoTargetCluster && st.NodeName != "" && o.NodeLabel != st.NodeName {
-		n |= needNodeLabel
-	}
-	if o.Priority == "" && x.creationFlow() {
-		// B2: the creation flow writes it, as MCM does, and nothing else
-		// (a machine past creation keeps whatever it has).
-		n |= needPriority
-	}
-	if o.ProviderID != st.ProviderID {
-		n |= needProviderID
+	if st.ProviderID != "" && !st.Flags.Has(FlagStaleInstance) {
+		if o.NodeLabel != st.NodeName && st.NodeName != "" && !x.cfg.NoTargetCluster {
+			n |= needNodeLabel
+		}
+		if o.Priority == "" && x.creationFlow {
+			// B2: the creation flow writes it, as MCM does, and nothing
+			// else (a machine past creation keeps whatever it has).
+			n |= needPriority
+		}
+		if o.ProviderID != st.ProviderID {
+			n |= needProviderID
+		}
 	}
 	return n
 }
