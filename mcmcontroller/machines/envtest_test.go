@@ -13,7 +13,9 @@ import (
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	"github.com/gardener/machine-controller-manager/pkg/util/provider/driver"
+	"github.com/gardener/machine-controller-manager/pkg/util/provider/machinecodes/codes"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -401,5 +403,65 @@ func TestOrphanInstanceIsDeleted(t *testing.T) {
 	})
 	if insts := w.cloud.Instances(); len(insts) != 1 || insts[0].MachineName != "worker-d-1" {
 		t.Fatalf("instances %+v", insts)
+	}
+}
+
+// A provider that needs InitializeMachine, and fails it twice, gets it
+// asked again until it succeeds; the machine then runs, with one
+// instance.
+func TestInitializationFailsAndRecovers(t *testing.T) {
+	w := newWorld(t)
+	w.cloud.NeedsInit = true
+	w.cloud.FailNext(mcmfake.MethodInitialize, "worker-i-1", codes.Internal, codes.Internal)
+	w.class(t, "small")
+	w.machine(t, "worker-i-1", "small", nil)
+	var m *v1alpha1.Machine
+	eventually(t, "the machine Running", func() bool {
+		m = w.get(t, "worker-i-1")
+		return m != nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
+	})
+	if n := w.cloud.Count(mcmfake.MethodInitialize, "worker-i-1"); n < 3 {
+		t.Fatalf("%d InitializeMachine calls; the two failures were not retried", n)
+	}
+	if insts := w.cloud.Instances(); len(insts) != 1 || !insts[0].Initialized || m.Spec.ProviderID != insts[0].ProviderID {
+		t.Fatalf("instances %+v, machine on %q", insts, m.Spec.ProviderID)
+	}
+}
+
+// A machine force-deleted whose node reports a volume attached is deleted
+// after the volume's attachment is: after the forced drain the drop-in
+// deletes the node's volume attachments and waits for them to go before
+// the instance is deleted, as MCM does.
+func TestDeletionWithVolumeAttachments(t *testing.T) {
+	w := newWorld(t)
+	w.class(t, "small")
+	w.machine(t, "worker-v-1", "small", nil)
+	eventually(t, "the machine Running", func() bool {
+		m := w.get(t, "worker-v-1")
+		return m != nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
+	})
+	node := w.cloud.Instances()[0].NodeName
+	pv := "pv-1"
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-1"},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: mcmfake.CSIDriver, NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}}
+	must(t, w.c.Create(w.ctx, va))
+	// The node reports the volume attached, as a kubelet does.
+	n := &corev1.Node{}
+	must(t, w.c.Get(w.ctx, client.ObjectKey{Name: node}, n))
+	n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/" + mcmfake.CSIDriver + "^vol-1"}}
+	must(t, w.c.Status().Update(w.ctx, n))
+	// Forced, as MCM's force-deletion label asks: the drain does not wait
+	// for the kubelet to detach volumes, and their attachments go.
+	m := w.get(t, "worker-v-1")
+	m.Labels[lifecycle.ForceDeletionLabel] = "True"
+	must(t, w.c.Update(w.ctx, m))
+	must(t, w.c.Delete(w.ctx, m))
+	eventually(t, "the machine gone", func() bool { return w.get(t, "worker-v-1") == nil })
+	if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(va), &storagev1.VolumeAttachment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the volume attachment is left: %v", err)
+	}
+	if w.cloud.Count(mcmfake.MethodDelete, "worker-v-1") == 0 || len(w.cloud.Instances()) != 0 {
+		t.Fatalf("the instance was not deleted: calls %+v", w.cloud.Calls())
 	}
 }
