@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	machinecontroller "github.com/gardener/machine-controller-manager/pkg/util/provider/machinecontroller"
 	"github.com/gardener/machine-controller-manager/pkg/util/provider/machineutils"
 	mcmoptions "github.com/gardener/machine-controller-manager/pkg/util/provider/options"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -79,6 +81,9 @@ type syncPair struct {
 
 // Name implements Controller.
 func (c *mcmController) Name() string { return "mcm" }
+
+// Name implements Controller.
+func (p *planted) Name() string { return "planted" }
 
 // Start implements Controller.
 func (c *mcmController) Start(ctx context.Context, env *Env) error {
@@ -255,23 +260,93 @@ func logObservation(t *testing.T, st *Step, o *Observation) {
 
 // Every scenario of the library runs through MCM's own controller, and
 // each reconcile does what the rows document: the scenarios are checked
-// against MCM before they judge the project's controller.
+// against MCM before they judge the project's controller. Each runs twice,
+// in two namespaces, and the second run is compared with the first as the
+// project's controller will be, without deviations: MCM against itself
+// differs nowhere, so what the observations keep after normalisation is
+// the controller's doing and nothing else.
 func TestMCMScenarios(t *testing.T) {
 	r := newMCMRunner(t)
 	start := time.Now()
 	scs := Scenarios()
+	covered := map[string]bool{}
 	for i := range scs {
 		sc := &scs[i]
 		t.Run(sc.Name, func(t *testing.T) {
 			obs, err := r.Run(context.Background(), &mcmController{}, sc)
 			for j := range obs {
 				logObservation(t, &sc.Steps[j], &obs[j])
-				for _, f := range sc.Steps[j].Failed(&obs[j]) {
+				failed := sc.Steps[j].Failed(&obs[j])
+				for _, f := range failed {
 					t.Errorf("step %d (rows %v): MCM did not do as documented: want %s", j, sc.Steps[j].Rows, f)
+				}
+				if len(failed) == 0 {
+					for _, row := range sc.Steps[j].Rows {
+						covered[row] = true
+					}
 				}
 			}
 			must(t, err)
+			again, err := r.Run(context.Background(), &mcmController{}, sc)
+			must(t, err)
+			alone := *sc
+			alone.Deviations = nil
+			refused, _ := Compare(&alone, obs, again)
+			for _, d := range refused {
+				t.Errorf("MCM against itself: %s", d)
+			}
 		})
 	}
-	t.Logf("%d scenarios in %v", len(scs), time.Since(start))
+	var ids []string
+	for id := range covered {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	t.Logf("%d scenarios, each run twice, in %v; rows exercised and checked (%d): %v", len(scs), time.Since(start), len(ids), ids)
+}
+
+// planted is MCM's controller with a planted divergence: after each
+// reconcile it rewrites MCM's "Creating machine on cloud provider" to a
+// text MCM never writes.
+type planted struct{ mcmController }
+
+// Reconcile implements Controller.
+func (p *planted) Reconcile(ctx context.Context, machine string, now time.Time) (Result, error) {
+	res, err := p.mcmController.Reconcile(ctx, machine, now)
+	m, gerr := p.env.machineClient().Get(ctx, machine, metav1.GetOptions{})
+	if gerr == nil && m.Status.LastOperation.Description == "Creating machine on cloud provider" {
+		m.Status.LastOperation.Description = "Creating the machine on cloud provider"
+		_, gerr = p.env.machineClient().UpdateStatus(ctx, m, metav1.UpdateOptions{})
+	}
+	if gerr != nil && !apierrors.IsNotFound(gerr) {
+		return res, gerr
+	}
+	return res, err
+}
+
+// A controller whose LastOperation text differs from MCM's in one step
+// fails the comparison at that step, even in a scenario that accepts
+// deviations at other steps.
+func TestPlantedDivergenceFails(t *testing.T) {
+	r := newMCMRunner(t)
+	var sc *Scenario
+	for _, s := range Scenarios() {
+		if s.Name == "create-to-running" {
+			sc = &s
+		}
+	}
+	if sc == nil {
+		t.Fatal("no scenario create-to-running")
+	}
+	sc.Deviations = []Deviation{{Step: 0, Heading: "A stage that advances goes straight on", Test: "TestDeletionHappyPathAllocatesNothing"}}
+	mcm, err := r.Run(context.Background(), &mcmController{}, sc)
+	must(t, err)
+	wrong, err := r.Run(context.Background(), &planted{}, sc)
+	must(t, err)
+	refused, _ := Compare(sc, mcm, wrong)
+	t.Logf("refused: %q", refused)
+	if len(refused) == 0 || !strings.Contains(refused[0], "step 1: lastOperation.description") ||
+		!strings.Contains(refused[0], "Creating the machine on cloud provider") {
+		t.Fatalf("the planted divergence passed: refused %q", refused)
+	}
 }

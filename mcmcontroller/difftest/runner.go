@@ -128,16 +128,16 @@ func (st *Step) Failed(o *Observation) []string {
 
 // Compare compares two controllers' observations of sc, step by step, and
 // returns the differences it does not accept and those it accepts because
-// a deviation of sc covers their step. A run cut short is a difference.
+// a deviation of sc covers their step. A run cut short is a difference no
+// deviation accepts.
 func Compare(sc *Scenario, a, b []Observation) (refused, accepted []string) {
 	first := -1
 	for i := 0; i < max(len(a), len(b)); i++ {
-		var d []string
 		if i >= len(a) || i >= len(b) {
-			d = []string{fmt.Sprintf("one run has no observation of step %d", i)}
-		} else {
-			d = Diff(&a[i], &b[i])
+			refused = append(refused, fmt.Sprintf("%s step %d: one run has no observation of it", sc.Name, i))
+			continue
 		}
+		d := Diff(&a[i], &b[i])
 		if len(d) == 0 {
 			continue
 		}
