@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
-	"github.com/gardener/machine-controller-manager/pkg/util/provider/machinecodes/codes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -102,7 +101,6 @@ var (
 	opJoined   = lastOp(opCreate, stSuccessful, "Machine "+machineName+" successfully joined the cluster")
 	opMissing  = lastOp(opHealth, stProcessing, "Node object went missing. Machine "+machineName+
 		" is unhealthy - changing MachinePhase to Unknown")
-	opTerminating = lastOp(opDelete, stProcessing, markGetVMStatus)
 )
 
 // cond returns a node condition of type t and status s.
@@ -153,6 +151,3 @@ func want(cs ...Check) []Check { return cs }
 
 // rows is a list of row ids.
 func rows(ids ...string) []string { return ids }
-
-// code lists codes, to script a driver.
-func code(cs ...codes.Code) []Code { return cs }
