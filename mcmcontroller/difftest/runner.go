@@ -8,6 +8,7 @@ import (
 
 	"github.com/gardener/machine-controller-manager/pkg/client/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -92,12 +93,33 @@ func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Obser
 	return obs, nil
 }
 
-// clearCluster deletes what scenarios leave cluster-wide: the nodes, the
-// bootstrap tokens of kube-system and the volume attachments.
+// clearCluster deletes what scenarios leave cluster-wide: the refusals of
+// node writes, the nodes (their finalizers removed), the bootstrap tokens
+// of kube-system and the volume attachments. A refusal lingers a moment
+// after its binding is gone, so the node writes are retried.
 func clearCluster(ctx context.Context, core kubernetes.Interface) error {
-	all := metav1.ListOptions{}
-	if err := core.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
+	if err := liftFaults(ctx, core); err != nil {
 		return err
+	}
+	all := metav1.ListOptions{}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		nodes, err := core.CoreV1().Nodes().List(ctx, all)
+		if err != nil {
+			return false, err
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if len(n.Finalizers) > 0 {
+				n.Finalizers = nil
+				if _, err := core.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					return false, nil
+				}
+			}
+		}
+		return core.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, all) == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting the nodes: %w", err)
 	}
 	if err := core.CoreV1().Secrets(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"}); err != nil {

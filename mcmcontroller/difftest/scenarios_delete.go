@@ -5,6 +5,7 @@ import (
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	"github.com/gardener/machine-controller-manager/pkg/util/provider/machinecodes/codes"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -41,6 +42,8 @@ func deletionScenarios() []Scenario {
 	notReady.Machine.Status.Conditions = []corev1.NodeCondition{readyFalse}
 	attached := nodeOf(1, readyTrue)
 	attached.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/" + "disk^vol-1", DevicePath: "/dev/vdb"}}
+	finalized := nodeOf(1, readyTrue)
+	finalized.Finalizers = []string{"node.machine.sapcloud.io/machine-controller"}
 	uninit := withoutNodeLabel(deletingAt(markGetVMStatus, false))
 	uninit.NeedsInit, uninit.Instances = true, []Instance{{Uninitialized: true}}
 	getVM := func(name, row string, c codes.Code, st v1alpha1.MachineState, desc string, retry time.Duration) Scenario {
@@ -161,6 +164,33 @@ func deletionScenarios() []Scenario {
 					Calls(), Requeue(short))},
 			},
 		},
+		{
+			Name: "drain-condition-refused", Rows: rows("X5", "S2b", "S2f"),
+			World: deletingAt(markDrain, true, nodeOf(1, readyTrue)),
+			Steps: []Step{
+				{Do: do(DenyNode(NodeName(1), "nodes/status", admissionv1.Update)), Rows: rows("X5", "S2b"), Want: want(Op(opDelete, stFailed),
+					DescHas("Drain failed due to failure in update of node conditions - ", denyMessage, "Will retry in next sync. "+markDrain),
+					NoWrites("node "), Calls(), Requeue(short))},
+				{Do: do(AllowNodes()), Rows: rows("X5", "S2f"), Want: want(Op(opDelete, stProcessing), Desc("Drain successful. "+markVMDeletion),
+					Wrote("node node-1: spec.unschedulable"), Requeue(short))},
+			},
+		}, {
+			// In v0.62.1 the cordon is part of the drain: a refused cordon
+			// is a failed drain (S2h, S2g), which later MCMs split into S2d
+			// and S2c with the same texts.
+			Name: "drain-cordon-refused", Rows: rows("X5", "S2h"),
+			World: deletingAt(markDrain, true, nodeOf(1, readyTrue)),
+			Steps: []Step{{Do: do(DenyNode(NodeName(1), "nodes", admissionv1.Update)), Rows: rows("X5", "S2h"), Want: want(Op(opDelete, stFailed),
+				DescHas("Drain failed due to - ", denyMessage, "Will retry in next sync. "+markDrain),
+				Wrote("node node-1: status.conditions[type=Terminating].status: +\"True\""), Calls(), Requeue(short))}},
+		}, {
+			Name: "drain-forced-cordon-refused", Rows: rows("X5", "S2g"),
+			World: byLabel,
+			Steps: []Step{{Do: do(DenyNode(NodeName(1), "nodes", admissionv1.Update), DenyNode(NodeName(1), "nodes/status", admissionv1.Update)),
+				Rows: rows("X5", "S2g"), Want: want(Op(opDelete, stProcessing),
+					DescHas("Drain failed due to - ", denyMessage, "However, since it's a force deletion shall continue deletion of VM. "+markVolumes),
+					NoWrites("node "), Calls(), Requeue(short))}},
+		},
 		deleteVM("delete-vm-not-found", "S4b", codes.NotFound, stProcessing, "VM not found. Continuing deletion flow. "+markNodeDeletion, short),
 		deleteVM("delete-vm-unavailable", "S4c", codes.Unavailable, stFailed, "However, will re-try in the next resync. "+markVMDeletion, short),
 		deleteVM("delete-vm-internal", "S4d", codes.Internal, stFailed, "Aborting operation. "+markVMDeletion, long),
@@ -175,6 +205,21 @@ func deletionScenarios() []Scenario {
 			Steps: []Step{{Rows: rows("X8", "S5a"), Want: want(Op(opDelete, stProcessing),
 				Desc(`Label "node" not present on machine "worker-a-1", continuing deletion flow. `+markFinalizerGone), NoWrites("node "),
 				Requeue(short))}},
+		}, {
+			Name: "delete-node-finalizer-refused", Rows: rows("X8", "S5d"),
+			World: deletingAt(markNodeDeletion, true, finalized),
+			Steps: []Step{{Do: do(DenyNode(NodeName(1), "nodes", admissionv1.Update)), Rows: rows("X8", "S5d"), Want: want(Op(opDelete, stFailed),
+				DescHas(`Removal of finalizers from Node Object "node-1" failed due to error: `, denyMessage, "Retrying. "+markNodeDeletion),
+				NoWrites("node "), Requeue(short))}},
+		}, {
+			Name: "delete-node-refused", Rows: rows("X8", "S5g", "S5e"),
+			World: deletingAt(markNodeDeletion, true, finalized),
+			Steps: []Step{
+				{Do: do(DenyNode(NodeName(1), "nodes", admissionv1.Delete)), Rows: rows("X8", "S5g"), Want: want(Op(opDelete, stFailed),
+					DescHas(`Deletion of Node Object "node-1" failed due to error: `, denyMessage, markNodeDeletion),
+					Wrote("node node-1: metadata.finalizers[0]: -"), Requeue(short))},
+				{Do: do(AllowNodes()), Rows: rows("X8", "S5e"), Want: want(Op(opDelete, stProcessing), Wrote("node node-1: deleted"), Requeue(short))},
+			},
 		}, {
 			Name: "delete-node-missing", Rows: rows("X8", "S5b"),
 			World: deletingAt(markNodeDeletion, true),
