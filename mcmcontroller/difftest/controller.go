@@ -18,9 +18,10 @@ import (
 //     MachineClasses and Secrets in that namespace, the target cluster's
 //     nodes (and pods, volume attachments, bootstrap tokens in
 //     kube-system) on the same API server, env.Driver as the provider
-//     (MCM's driver.Driver), configured from env.Settings, and frozen
-//     (MCM) or with its observer degraded (the project's) when env.Frozen
-//     is set. It writes nothing.
+//     (MCM's driver.Driver), configured from env.Settings, frozen (MCM)
+//     or with its observer degraded (the project's) when env.Frozen is
+//     set, and without a target cluster when env.NoTarget is set. It
+//     writes nothing.
 //   - Reconcile runs one reconcile of the named machine synchronously,
 //     with no worker or watch acting between calls: it first waits until
 //     whatever it reads through caches shows the API server's state as it

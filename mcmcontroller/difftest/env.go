@@ -59,9 +59,10 @@ type Env struct {
 	Machine string
 	// Driver is the fake cloud behind the controller.
 	Driver *mcmfake.Driver
-	// Frozen and Settings configure the controller.
-	Frozen   bool
-	Settings Settings
+	// Frozen, NoTarget and Settings configure the controller: frozen (its
+	// observer degraded), without a target cluster, and its settings.
+	Frozen, NoTarget bool
+	Settings         Settings
 
 	ctl Controller
 }

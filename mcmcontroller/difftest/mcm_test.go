@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -91,7 +92,11 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 	ctx, c.cancel = context.WithCancel(ctx)
 	machineFactory := machineinformers.NewFilteredSharedInformerFactory(env.Machines, 0, env.Namespace, nil)
 	controlFactory := coreinformers.NewFilteredSharedInformerFactory(env.Core, 0, env.Namespace, nil)
+	var target kubernetes.Interface = env.Core
 	targetFactory := coreinformers.NewSharedInformerFactory(env.Core, 0)
+	if env.NoTarget {
+		target, targetFactory = nil, nil
+	}
 	s := env.Settings
 	safety := mcmoptions.SafetyOptions{
 		MachineCreationTimeout:                   metav1.Duration{Duration: s.CreationTimeout},
@@ -106,7 +111,7 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 		MachineControllerFrozen:                  env.Frozen,
 	}
 	var err error
-	c.ctl, err = machinecontroller.NewController(env.Namespace, env.Machines.MachineV1alpha1(), env.Core, env.Core,
+	c.ctl, err = machinecontroller.NewController(env.Namespace, env.Machines.MachineV1alpha1(), env.Core, target,
 		env.Driver, targetFactory, controlFactory.Core().V1().Secrets(),
 		machineFactory.Machine().V1alpha1().MachineClasses(), machineFactory.Machine().V1alpha1().Machines(),
 		record.NewFakeRecorder(1000), safety, s.NodeConditions, "", semver.MustParse("1.34.0"), machineutils.LongRetry)
@@ -115,21 +120,17 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 	}
 	machineFactory.Start(ctx.Done())
 	controlFactory.Start(ctx.Done())
-	targetFactory.Start(ctx.Done())
 	for typ, ok := range machineFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v", typ)
 		}
 	}
 	controlFactory.WaitForCacheSync(ctx.Done())
-	targetFactory.WaitForCacheSync(ctx.Done())
 
 	ns := env.Namespace
 	machines := machineFactory.Machine().V1alpha1().Machines().Informer().GetStore()
 	classes := machineFactory.Machine().V1alpha1().MachineClasses().Informer().GetStore()
 	secrets := controlFactory.Core().V1().Secrets().Informer().GetStore()
-	nodes := targetFactory.Core().V1().Nodes().Informer().GetStore()
-	vas := targetFactory.Storage().V1().VolumeAttachments().Informer().GetStore()
 	c.synced = []syncPair{
 		{"machines", func(ctx context.Context) (map[string]string, error) {
 			l, err := env.Machines.MachineV1alpha1().Machines(ns).List(ctx, metav1.ListOptions{})
@@ -143,15 +144,21 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 			l, err := env.Core.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 			return versions(l, err)
 		}, storeVersions(secrets)},
-		{"nodes", func(ctx context.Context) (map[string]string, error) {
-			l, err := env.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			return versions(l, err)
-		}, storeVersions(nodes)},
-		{"volumeattachments", func(ctx context.Context) (map[string]string, error) {
-			l, err := env.Core.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-			return versions(l, err)
-		}, storeVersions(vas)},
 	}
+	if targetFactory == nil {
+		return nil
+	}
+	targetFactory.Start(ctx.Done())
+	targetFactory.WaitForCacheSync(ctx.Done())
+	nodes := targetFactory.Core().V1().Nodes().Informer().GetStore()
+	vas := targetFactory.Storage().V1().VolumeAttachments().Informer().GetStore()
+	c.synced = append(c.synced, syncPair{"nodes", func(ctx context.Context) (map[string]string, error) {
+		l, err := env.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return versions(l, err)
+	}, storeVersions(nodes)}, syncPair{"volumeattachments", func(ctx context.Context) (map[string]string, error) {
+		l, err := env.Core.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		return versions(l, err)
+	}, storeVersions(vas)})
 	return nil
 }
 

@@ -48,7 +48,7 @@ func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Obser
 	if settings == (Settings{}) {
 		settings = DefaultSettings
 	}
-	e := &Env{Config: r.Config, Core: core, Machines: machines, Driver: mcmfake.New(), Frozen: sc.World.Frozen,
+	e := &Env{Config: r.Config, Core: core, Machines: machines, Driver: mcmfake.New(), Frozen: sc.World.Frozen, NoTarget: sc.World.NoTarget,
 		Settings: settings, ctl: ctl,
 		Namespace: fmt.Sprintf("%s-%d-%s", strings.ToLower(ctl.Name()), r.runs, sc.Name)}
 	if len(e.Namespace) > 63 {

@@ -63,6 +63,9 @@ type World struct {
 	Instances []Instance
 	// NeedsInit makes the fake cloud's instances need InitializeMachine.
 	NeedsInit bool
+	// NoTarget runs the controller without a target cluster: no nodes,
+	// no bootstrap tokens, machines Available once created (B8, S1a).
+	NoTarget bool
 	// Frozen starts the controller frozen, as MCM is while an API server
 	// is unreachable (D4); the project's controller sees its observer
 	// degraded.

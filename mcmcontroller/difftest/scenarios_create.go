@@ -48,13 +48,13 @@ func dispatchScenarios() []Scenario {
 	}, {
 		// D7 syncs the node template: the first time, MCM records what it
 		// applied on the node and ends the pass.
-		Name: "running-steady", Rows: rows("D7", "H13", "D10"),
+		Name: "running-steady", Rows: rows("D7", "H13", "D8", "D10"),
 		World: world(machineAt(running, opJoined, 1, readyTrue), 1, nodeOf(1, readyTrue)),
 		Steps: []Step{
 			{Rows: rows("D7", "H13"), Want: want(Phase(running), Calls(), NoWrites("machine "),
 				Wrote("node node-1: metadata.annotations.node.machine.sapcloud.io/last-applied-anno-labels-taints"),
 				Requeue(short), ErrHas("ALTs have been reconciled"))},
-			{Rows: rows("D7", "H13", "D10"), Want: want(Phase(running), Calls(), NoWrites(), Requeue(long), ErrHas(""))},
+			{Rows: rows("D7", "H13", "D8", "D10"), Want: want(Phase(running), Calls(), NoWrites(), Requeue(long), ErrHas(""))},
 		},
 	}, {
 		// MCM sends a machine without providerID into creation whatever
@@ -106,6 +106,26 @@ func creationScenarios() []Scenario {
 			{Rows: rows("D10"), Want: want(Calls(), Phase(running), NoWrites(), Requeue(long))},
 		},
 	},
+		{
+			// Without a target cluster a machine is Available once created,
+			// and its deletion skips the drain and the node.
+			Name: "no-target-cluster", Rows: rows("A6", "B2", "B3", "B6", "A10", "B8", "D8", "D10", "X3", "S1a", "S4a", "S5a", "X9"),
+			World: World{Machine: newMachine(), NoTarget: true},
+			Steps: []Step{
+				{Rows: rows("A6", "B2", "B3", "B6"), Want: want(Calls(mGet, mCreate, mInit), Phase(""), ProviderIDIs(ProviderID(1)), NodeLabel(""),
+					Wrote("machine worker-a-1: status.addresses[type=InternalIP].address: +\"10.0.0.2\""), NoWrites("secret "), Requeue(short))},
+				{Rows: rows("A10", "B8"), Want: want(Calls(mGet), Phase(v1alpha1.MachineAvailable), Op(opCreate, stSuccessful),
+					Desc("Created machine on cloud provider"), Requeue(short))},
+				{Rows: rows("D8", "D10"), Want: want(Calls(), Phase(v1alpha1.MachineAvailable), NoWrites(), Requeue(long))},
+				{Do: do(DeleteMachine()), Rows: rows("X3"), Want: want(Phase(terminating), Desc(markGetVMStatus), Requeue(short))},
+				{Rows: rows("S1a"), Want: want(Op(opDelete, stProcessing), Calls(),
+					Desc("Running without target cluster, skipping node drain and volume attachment deletion. "+markVMDeletion), Requeue(short))},
+				{Rows: rows("S4a"), Want: want(Calls(mDelete), Desc("VM deletion was successful. "+markNodeDeletion), Requeue(short))},
+				{Rows: rows("S5a"), Want: want(Calls(), Desc(`Label "node" not present on machine "worker-a-1", continuing deletion flow. `+
+					markFinalizerGone), Requeue(short))},
+				{Rows: rows("X9"), Want: want(Gone(), Calls())},
+			},
+		},
 		createFails("create-resource-exhausted", "A2", codes.ResourceExhausted, long),
 		createFails("create-unavailable", "A3", codes.Unavailable, short),
 		createFails("create-internal", "A4", codes.Internal, medium),
