@@ -21,15 +21,81 @@ var rowLine = regexp.MustCompile(`(?m)^\| ([A-Z][0-9]+[a-z]?) \|`)
 
 // DocumentedRows returns the row ids the rows document defines.
 func DocumentedRows(path string) (map[string]bool, error) {
-	raw, err := os.ReadFile(path)
+	order, err := rowOrder(path)
 	if err != nil {
 		return nil, err
 	}
 	rows := map[string]bool{}
-	for _, m := range rowLine.FindAllStringSubmatch(string(raw), -1) {
-		rows[m[1]] = true
+	for _, id := range order {
+		rows[id] = true
 	}
 	return rows, nil
+}
+
+// rowOrder returns the row ids of the rows document in its order.
+func rowOrder(path string) ([]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range rowLine.FindAllStringSubmatch(string(raw), -1) {
+		out = append(out, m[1])
+	}
+	return out, nil
+}
+
+// scopeRange matches a row id or a range of them in the scope table.
+var scopeRange = regexp.MustCompile(`\b([A-Z][0-9]+[a-z]?)(?:-([A-Z][0-9]+[a-z]?))?\b`)
+
+// InScopeRows returns the row ids the compatibility document's table "What
+// is in scope" names, in the rows document's order: a range "A1-A10"
+// holds every row from A1 to A10 in that order (H1b among H0-H4).
+func InScopeRows(rowsDoc, compatDoc string) ([]string, error) {
+	order, err := rowOrder(rowsDoc)
+	if err != nil {
+		return nil, err
+	}
+	at := map[string]int{}
+	for i, id := range order {
+		at[id] = i
+	}
+	raw, err := os.ReadFile(compatDoc)
+	if err != nil {
+		return nil, err
+	}
+	_, table, ok := strings.Cut(string(raw), "## What is in scope")
+	if !ok {
+		return nil, fmt.Errorf("%s has no section What is in scope", compatDoc)
+	}
+	table, _, _ = strings.Cut(table, "\n\n## ")
+	in := map[int]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[2]), "---") {
+			continue
+		}
+		for _, m := range scopeRange.FindAllStringSubmatch(cells[2], -1) {
+			first, ok1 := at[m[1]]
+			last, ok2 := first, true
+			if m[2] != "" {
+				last, ok2 = at[m[2]]
+			}
+			if !ok1 || !ok2 || last < first {
+				return nil, fmt.Errorf("%s: the scope names %q, which %s does not order", compatDoc, m[0], rowsDoc)
+			}
+			for i := first; i <= last; i++ {
+				in[i] = true
+			}
+		}
+	}
+	var out []string
+	for i, id := range order {
+		if in[i] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // CheckScenarios returns what is wrong with the scenarios against the

@@ -137,3 +137,37 @@ func TestWrites(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// Every row in scope is exercised by a scenario or named, with the reason,
+// among those no scenario can reach; none is both.
+func TestEveryRowInScopeIsExercisedOrExcused(t *testing.T) {
+	scope, err := InScopeRows(RowsDoc, CompatDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exercised := map[string]bool{}
+	for _, sc := range Scenarios() {
+		for _, st := range sc.Steps {
+			for _, r := range st.Rows {
+				exercised[r] = true
+			}
+		}
+	}
+	inScope := map[string]bool{}
+	for _, r := range scope {
+		inScope[r] = true
+		_, excused := NotExercised[r]
+		switch {
+		case exercised[r] && excused:
+			t.Errorf("row %s is exercised and excused", r)
+		case !exercised[r] && !excused:
+			t.Errorf("row %s is in scope but no step exercises it", r)
+		}
+	}
+	for r := range NotExercised {
+		if !inScope[r] {
+			t.Errorf("row %s is excused but not in scope", r)
+		}
+	}
+	t.Logf("%d rows in scope, %d exercised, %d excused", len(scope), len(scope)-len(NotExercised), len(NotExercised))
+}

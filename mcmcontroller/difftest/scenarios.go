@@ -151,3 +151,22 @@ func want(cs ...Check) []Check { return cs }
 
 // rows is a list of row ids.
 func rows(ids ...string) []string { return ids }
+
+// NotExercised are the rows in scope that no scenario runs through MCM's
+// controller, each with the reason: one reconcile of one machine, driven
+// synchronously against a real API server and the fake cloud, cannot reach
+// them.
+var NotExercised = map[string]string{
+	"B1": "the fake cloud always answers a providerID and a node name, and a driver hook can fail a call but not empty its answer",
+	"B9": "unreachable in v0.62.1: a machine enters creation with a phase other than none or CrashLoopBackOff only without " +
+		"a providerID, and then B2 always writes one and B7 ends the pass",
+	"H0":  "MCM reads the node through its informer's cache, which does not fail",
+	"T1":  "the permit is held by another worker marking a machine of the same deployment Failed at the same time; reconciles run one at a time",
+	"T2":  "MCM lists the machines through its informer's cache, which does not fail",
+	"X1":  "the creation map holds a machine only while another worker creates it; reconciles run one at a time",
+	"S2c": "a row of later MCMs, which cordon as a step of its own; in v0.62.1 a refused cordon is a failed drain (S2g, same text)",
+	"S2d": "a row of later MCMs, which cordon as a step of its own; in v0.62.1 a refused cordon is a failed drain (S2h, same text)",
+	"S3a": "MCM reads the node through its informer's cache, which does not fail",
+	"S5c": "MCM reads the node through its informer's cache, which does not fail",
+	"S5f": "the node would have to be in MCM's cache and gone from the API server; the controller's caches are synced before each reconcile",
+}
