@@ -71,7 +71,12 @@
 // time) and returns once its writes and calls are done, and Stop releases
 // what Start made; it implements [Backdater] to move the stamps of its
 // state annotations back with MCM's. A test then runs every scenario
-// through both and fails on every difference [Compare] refuses.
+// through both ([Runner.Differential]) and fails on every difference
+// [Compare] refuses.
+//
+// Not observed: events (MCM's are recorded by a fake recorder here), the
+// requeue a reconcile asks for (the project backs off and adds jitter by
+// design), logs and metrics.
 //
 // A plain go test builds and runs the side-independent part (the docs
 // check, Diff, Compare, the normaliser); the tests against MCM need the

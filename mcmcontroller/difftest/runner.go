@@ -93,6 +93,24 @@ func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Obser
 	return obs, nil
 }
 
+// Differential runs sc through the reference controller (MCM's) and the
+// controller under test, each in a world of its own, and compares their
+// observations (Compare). It returns the differences refused and accepted,
+// and the observations of both runs, for reports.
+func (r *Runner) Differential(ctx context.Context, ref, under Controller, sc *Scenario) (refused, accepted []string,
+	refObs, underObs []Observation, err error) {
+	refObs, err = r.Run(ctx, ref, sc)
+	if err != nil {
+		return nil, nil, refObs, nil, fmt.Errorf("%s: %w", ref.Name(), err)
+	}
+	underObs, err = r.Run(ctx, under, sc)
+	if err != nil {
+		return nil, nil, refObs, underObs, fmt.Errorf("%s: %w", under.Name(), err)
+	}
+	refused, accepted = Compare(sc, refObs, underObs)
+	return refused, accepted, refObs, underObs, nil
+}
+
 // clearCluster deletes what scenarios leave cluster-wide: the refusals of
 // node writes, the nodes (their finalizers removed), the bootstrap tokens
 // of kube-system and the volume attachments. A refusal lingers a moment
