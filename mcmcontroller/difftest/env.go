@@ -7,6 +7,7 @@ import (
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	"github.com/gardener/machine-controller-manager/pkg/client/clientset/versioned"
+	machineclient "github.com/gardener/machine-controller-manager/pkg/client/clientset/versioned/typed/machine/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,11 @@ import (
 // MCMFinalizer is MCM's finalizer on machines and on the classes whose
 // machines MCM reconciles.
 const MCMFinalizer = "machine.sapcloud.io/machine-controller-manager"
+
+// SecretFinalizer is the finalizer MCM's secret controller puts on the
+// Secrets of classes; the default world's secret carries it, as MCM's
+// class and secret controllers (which the test does not run) leave it.
+const SecretFinalizer = "machine.sapcloud.io/machine-controller"
 
 // Settings are the controller-wide settings a scenario runs under; both
 // controllers are configured from them.
@@ -68,12 +74,7 @@ type Env struct {
 }
 
 // machineClient returns the client of the scenario's machines.
-func (e *Env) machineClient() interface {
-	Get(context.Context, string, metav1.GetOptions) (*v1alpha1.Machine, error)
-	Update(context.Context, *v1alpha1.Machine, metav1.UpdateOptions) (*v1alpha1.Machine, error)
-	UpdateStatus(context.Context, *v1alpha1.Machine, metav1.UpdateOptions) (*v1alpha1.Machine, error)
-	Delete(context.Context, string, metav1.DeleteOptions) error
-} {
+func (e *Env) machineClient() machineclient.MachineInterface {
 	return e.Machines.MachineV1alpha1().Machines(e.Namespace)
 }
 
@@ -83,7 +84,7 @@ func (e *Env) build(ctx context.Context, w *World) error {
 		metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud"},
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud", Finalizers: []string{SecretFinalizer}},
 		Data: map[string][]byte{"userData": []byte("#!/bin/sh\necho <<BOOTSTRAP_TOKEN>> <<MACHINE_NAME>>\n")}}
 	if w.Secret != nil {
 		secret = w.Secret.DeepCopy()

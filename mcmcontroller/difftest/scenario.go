@@ -46,7 +46,8 @@ type World struct {
 	// Deleting marks the machine for deletion once the world is built.
 	Deleting bool
 	// Class and Secret replace the default class (with MCM's finalizer,
-	// named Class, provider "Test") and secret (with userData); their
+	// named Class, provider "Test") and secret (with userData and MCM's
+	// secret finalizer); their
 	// namespaces are set by the runner.
 	Class  *v1alpha1.MachineClass
 	Secret *corev1.Secret
