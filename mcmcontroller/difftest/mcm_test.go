@@ -34,6 +34,8 @@ import (
 // the environment lacks KUBEBUILDER_ASSETS or MCM_DIR.
 var apiServer *rest.Config
 
+// TestMain starts the one envtest every test shares, with MCM's CRDs from
+// the copy run.sh made.
 func TestMain(m *testing.M) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv("MCM_DIR") == "" {
 		fmt.Println("difftest: needs KUBEBUILDER_ASSETS and MCM_DIR (run.sh sets it); the envtest tests skip")
