@@ -36,8 +36,10 @@ case "${1:-}" in
 vet) go vet -tags mcmref -modfile "$tmp/go.mod" ./difftest/ ;;
 staticcheck)
   # staticcheck's loader refuses -modfile; a workspace carries the replace.
-  printf 'go 1.26.2\n\nuse %s\n\nreplace github.com/gardener/machine-controller-manager => %s\n' "$module" "$tmp/mcm" >"$tmp/go.work"
-  GOWORK="$tmp/go.work" "$(go env GOPATH)/bin/staticcheck" -tags mcmref ./difftest/
+  printf 'go %s\n\nuse %s\n\nreplace github.com/gardener/machine-controller-manager => %s\n' \
+    "$(awk '$1 == "go" {print $2}' go.mod)" "$module" "$tmp/mcm" >"$tmp/go.work"
+  sc=$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")
+  GOWORK="$tmp/go.work" "$sc" -tags mcmref ./difftest/
   ;;
 *) MCM_DIR="$tmp/mcm" go test -tags mcmref -modfile "$tmp/go.mod" -count=1 "$@" ./difftest/ ;;
 esac
