@@ -13,7 +13,7 @@
 //	nodetemplate  a node kept in line with its machine's node template, in MCM's format
 //	mcmdriver     MCM providers called through the lifecycle's driver interface (For), and back (ToMCM)
 //	mcmfake       a scriptable in-memory MCM provider of many machines, for tests
-//	difftest      MCM's own machine controller driven reconcile by reconcile, beside the lifecycle
+//	difftest      the differential test: scripted scenarios run through MCM's own controller reconcile by reconcile, observed and compared
 //	internal/mcmworld  a test world: MCM's MachineSet and MachineDeployment controllers against a real API server, with MCM's machine controller or another, and a fake kubelet
 //
 // This package holds no code.

@@ -4,105 +4,249 @@ package difftest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
-	"github.com/gardener/machine-controller-manager/pkg/client/clientset/versioned"
 	machineinformers "github.com/gardener/machine-controller-manager/pkg/client/informers/externalversions"
-	"github.com/gardener/machine-controller-manager/pkg/util/provider/drain"
 	machinecontroller "github.com/gardener/machine-controller-manager/pkg/util/provider/machinecontroller"
 	"github.com/gardener/machine-controller-manager/pkg/util/provider/machineutils"
 	mcmoptions "github.com/gardener/machine-controller-manager/pkg/util/provider/options"
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/purelifecycle/machine/lifecycle/lifecycletest"
-	"github.com/purelifecycle/machine/mcmcontroller/mcmdriver"
 )
 
-// mcmWorld is MCM's machine controller against a real API server, with
-// the project's in-memory provider behind MCM's driver interface.
-type mcmWorld struct {
-	ctx      context.Context
-	ns       string
-	core     kubernetes.Interface
-	machines versioned.Interface
-	ctl      machinecontroller.Controller
-	cloud    *lifecycletest.Provider
-}
+// apiServer is the one envtest every test of the package shares; nil when
+// the environment lacks KUBEBUILDER_ASSETS or MCM_DIR.
+var apiServer *rest.Config
 
-func newMCMWorld(t *testing.T) *mcmWorld {
-	t.Helper()
+// TestMain starts the one envtest every test shares, with MCM's CRDs from
+// the copy run.sh made.
+func TestMain(m *testing.M) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv("MCM_DIR") == "" {
-		t.Skip("needs KUBEBUILDER_ASSETS and MCM_DIR (run.sh sets it)")
+		fmt.Println("difftest: needs KUBEBUILDER_ASSETS and MCM_DIR (run.sh sets it); the envtest tests skip")
+		os.Exit(m.Run())
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(os.Getenv("MCM_DIR"), "kubernetes", "crds")},
 		ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
-		t.Fatal(err)
+		fmt.Println("difftest: starting envtest:", err)
+		os.Exit(1)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	apiServer = cfg
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
 
-	w := &mcmWorld{ctx: ctx, ns: "shoot--diff", core: kubernetes.NewForConfigOrDie(cfg),
-		machines: versioned.NewForConfigOrDie(cfg), cloud: lifecycletest.NewProvider()}
-	must(t, create(ctx, w.core.CoreV1().Namespaces(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}))
+// needAPIServer skips t without the shared envtest.
+func needAPIServer(t *testing.T) {
+	t.Helper()
+	if apiServer == nil {
+		t.Skip("needs KUBEBUILDER_ASSETS and MCM_DIR (run.sh sets it)")
+	}
+}
 
-	machineFactory := machineinformers.NewFilteredSharedInformerFactory(w.machines, 0, w.ns, nil)
-	controlFactory := coreinformers.NewFilteredSharedInformerFactory(w.core, 0, w.ns, nil)
-	targetFactory := coreinformers.NewSharedInformerFactory(w.core, 0)
+// mcmController is MCM's own machine controller, made with its
+// NewController over real clients and informers of one scenario's
+// namespace, driven through the ReconcileMachine that run.sh adds to a
+// copy of MCM (testdata/hook.go.txt).
+type mcmController struct {
+	env    *Env
+	cancel context.CancelFunc
+	ctl    machinecontroller.Controller
+	// synced lists, per kind, the API server's objects and the cache's,
+	// by name and resourceVersion.
+	synced []syncPair
+}
+
+// syncPair reads one kind from the API server and from a cache.
+type syncPair struct {
+	kind       string
+	api, cache func(ctx context.Context) (map[string]string, error)
+}
+
+// Name implements Controller.
+func (c *mcmController) Name() string { return "mcm" }
+
+// Name implements Controller.
+func (p *planted) Name() string { return "planted" }
+
+// Start implements Controller.
+func (c *mcmController) Start(ctx context.Context, env *Env) error {
+	c.env = env
+	ctx, c.cancel = context.WithCancel(ctx)
+	machineFactory := machineinformers.NewFilteredSharedInformerFactory(env.Machines, 0, env.Namespace, nil)
+	controlFactory := coreinformers.NewFilteredSharedInformerFactory(env.Core, 0, env.Namespace, nil)
+	var target kubernetes.Interface = env.Core
+	targetFactory := coreinformers.NewSharedInformerFactory(env.Core, 0)
+	if env.NoTarget {
+		target, targetFactory = nil, nil
+	}
+	s := env.Settings
 	safety := mcmoptions.SafetyOptions{
-		MachineCreationTimeout:                   metav1.Duration{Duration: 20 * time.Minute},
-		MachineHealthTimeout:                     metav1.Duration{Duration: 10 * time.Minute},
-		MachineDrainTimeout:                      metav1.Duration{Duration: drain.DefaultMachineDrainTimeout},
-		MaxEvictRetries:                          drain.DefaultMaxEvictRetries,
+		MachineCreationTimeout:                   metav1.Duration{Duration: s.CreationTimeout},
+		MachineHealthTimeout:                     metav1.Duration{Duration: s.HealthTimeout},
+		MachineDrainTimeout:                      metav1.Duration{Duration: s.DrainTimeout},
+		MaxEvictRetries:                          s.MaxEvictRetries,
 		PvDetachTimeout:                          metav1.Duration{Duration: 2 * time.Minute},
 		PvReattachTimeout:                        metav1.Duration{Duration: 90 * time.Second},
 		MachineSafetyOrphanVMsPeriod:             metav1.Duration{Duration: 15 * time.Minute},
 		MachineSafetyAPIServerStatusCheckPeriod:  metav1.Duration{Duration: time.Minute},
 		MachineSafetyAPIServerStatusCheckTimeout: metav1.Duration{Duration: 30 * time.Second},
+		MachineControllerFrozen:                  env.Frozen,
 	}
-	w.ctl, err = machinecontroller.NewController(w.ns, w.machines.MachineV1alpha1(), w.core, w.core,
-		mcmdriver.ToMCM(w.cloud), targetFactory, controlFactory.Core().V1().Secrets(),
+	var err error
+	c.ctl, err = machinecontroller.NewController(env.Namespace, env.Machines.MachineV1alpha1(), env.Core, target,
+		env.Driver, targetFactory, controlFactory.Core().V1().Secrets(),
 		machineFactory.Machine().V1alpha1().MachineClasses(), machineFactory.Machine().V1alpha1().Machines(),
-		record.NewFakeRecorder(1000), safety, "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable", "",
-		semver.MustParse("1.34.0"), machineutils.LongRetry)
+		record.NewFakeRecorder(1000), safety, s.NodeConditions, "", semver.MustParse("1.34.0"), machineutils.LongRetry)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	machineFactory.Start(ctx.Done())
 	controlFactory.Start(ctx.Done())
-	targetFactory.Start(ctx.Done())
 	for typ, ok := range machineFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			t.Fatalf("cache of %v", typ)
+			return fmt.Errorf("cache of %v", typ)
 		}
 	}
 	controlFactory.WaitForCacheSync(ctx.Done())
+
+	ns := env.Namespace
+	machines := machineFactory.Machine().V1alpha1().Machines().Informer().GetStore()
+	classes := machineFactory.Machine().V1alpha1().MachineClasses().Informer().GetStore()
+	secrets := controlFactory.Core().V1().Secrets().Informer().GetStore()
+	c.synced = []syncPair{
+		{"machines", func(ctx context.Context) (map[string]string, error) {
+			l, err := env.Machines.MachineV1alpha1().Machines(ns).List(ctx, metav1.ListOptions{})
+			return versions(l, err)
+		}, storeVersions(machines)},
+		{"classes", func(ctx context.Context) (map[string]string, error) {
+			l, err := env.Machines.MachineV1alpha1().MachineClasses(ns).List(ctx, metav1.ListOptions{})
+			return versions(l, err)
+		}, storeVersions(classes)},
+		{"secrets", func(ctx context.Context) (map[string]string, error) {
+			l, err := env.Core.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			return versions(l, err)
+		}, storeVersions(secrets)},
+	}
+	if targetFactory == nil {
+		return nil
+	}
+	targetFactory.Start(ctx.Done())
 	targetFactory.WaitForCacheSync(ctx.Done())
-	return w
+	nodes := targetFactory.Core().V1().Nodes().Informer().GetStore()
+	vas := targetFactory.Storage().V1().VolumeAttachments().Informer().GetStore()
+	c.synced = append(c.synced, syncPair{"nodes", func(ctx context.Context) (map[string]string, error) {
+		l, err := env.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return versions(l, err)
+	}, storeVersions(nodes)}, syncPair{"volumeattachments", func(ctx context.Context) (map[string]string, error) {
+		l, err := env.Core.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		return versions(l, err)
+	}, storeVersions(vas)})
+	return nil
 }
 
-type creator[T any] interface {
-	Create(context.Context, T, metav1.CreateOptions) (T, error)
+// versions returns the names and resourceVersions of a list's items.
+func versions(list runtime.Object, err error) (map[string]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, x := range items {
+		o, err := meta.Accessor(x)
+		if err != nil {
+			return nil, err
+		}
+		out[o.GetName()] = o.GetResourceVersion()
+	}
+	return out, nil
 }
 
-func create[T any](ctx context.Context, c creator[T], obj T) error {
-	_, err := c.Create(ctx, obj, metav1.CreateOptions{})
-	return err
+// storeVersions reads the names and resourceVersions of a cache.
+func storeVersions(s cache.Store) func(context.Context) (map[string]string, error) {
+	return func(context.Context) (map[string]string, error) {
+		out := map[string]string{}
+		for _, x := range s.List() {
+			o, ok := x.(metav1.Object)
+			if !ok {
+				return nil, fmt.Errorf("%T in a cache", x)
+			}
+			out[o.GetName()] = o.GetResourceVersion()
+		}
+		return out, nil
+	}
 }
 
+// waitSynced waits until MCM's caches show what the API server has.
+func (c *mcmController) waitSynced(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, p := range c.synced {
+			a, err := p.api(ctx)
+			if err != nil {
+				return false, err
+			}
+			b, err := p.cache(ctx)
+			if err != nil {
+				return false, err
+			}
+			if len(a) != len(b) {
+				return false, nil
+			}
+			for k, v := range a {
+				if b[k] != v {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// Reconcile implements Controller: MCM reads the real clock, which the
+// runner's backdating has made the simulated now.
+func (c *mcmController) Reconcile(ctx context.Context, machine string, _ time.Time) (Result, error) {
+	if err := c.waitSynced(ctx); err != nil {
+		return Result{}, fmt.Errorf("waiting for MCM's caches: %w", err)
+	}
+	queue, retry, err := machinecontroller.ReconcileMachine(ctx, c.ctl, machine)
+	return Result{Requeue: retry, Detail: queue}, err
+}
+
+// Stop implements Controller.
+func (c *mcmController) Stop() { c.cancel() }
+
+var _ Controller = (*mcmController)(nil)
+
+// newMCMRunner returns a runner on the shared envtest.
+func newMCMRunner(t *testing.T) *Runner {
+	t.Helper()
+	needAPIServer(t)
+	return &Runner{Config: apiServer}
+}
+
+// must fails t on err.
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -110,58 +254,105 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// reconcile runs one reconcile of MCM's controller on the machine as the
-// API server has it, once the controller's caches show that version.
-func (w *mcmWorld) reconcile(t *testing.T, name string) (time.Duration, error) {
+// logObservation writes one observation to t's log.
+func logObservation(t *testing.T, st *Step, o *Observation) {
 	t.Helper()
-	m, err := w.machines.MachineV1alpha1().Machines(w.ns).Get(w.ctx, name, metav1.GetOptions{})
-	must(t, err)
-	return machinecontroller.ReconcileOnce(w.ctx, w.ctl, m)
+	var acts []string
+	for _, a := range st.Do {
+		acts = append(acts, a.Name)
+	}
+	t.Logf("step %d %v rows %v: %s err=%q requeue=%v | phase %q op %s/%s %q code %q pid %q node %q fin %v\n  calls %v\n  writes:\n    %s",
+		o.Step, acts, st.Rows, o.Result.Detail, o.Err, o.Result.Requeue, o.Machine.Phase, o.Machine.Op.Type, o.Machine.Op.State,
+		o.Machine.Op.Description, o.Machine.Op.ErrorCode, o.Machine.ProviderID, o.Machine.NodeLabel, o.Machine.Finalizers,
+		o.Calls, strings.Join(o.Writes, "\n    "))
 }
 
-// MCM's own controller, reconcile by reconcile through the added
-// ReconcileOnce, creates a machine's instance with the project's provider
-// behind MCM's driver interface: the differential tests stand on this.
-func TestMCMCreatesAMachineReconcileByReconcile(t *testing.T) {
-	w := newMCMWorld(t)
-	must(t, create(w.ctx, w.core.CoreV1().Secrets(w.ns), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud"},
-		Data: map[string][]byte{"userData": []byte("#!/bin/sh\necho <<BOOTSTRAP_TOKEN>>\n")}}))
-	must(t, create(w.ctx, w.machines.MachineV1alpha1().MachineClasses(w.ns), &v1alpha1.MachineClass{
-		// The finalizer MCM's class controller adds, without which MCM's
-		// machine controller does not reconcile the class's machines.
-		ObjectMeta:   metav1.ObjectMeta{Name: "class", Finalizers: []string{machinecontroller.MCMFinalizerName}},
-		ProviderSpec: runtime.RawExtension{Raw: []byte(`{}`)},
-		SecretRef:    &corev1.SecretReference{Name: "cloud", Namespace: w.ns},
-		Provider:     "Test",
-	}))
-	// A name of at least five bytes: MCM derives the bootstrap token's ID
-	// from the name's last five and panics on a shorter one.
-	must(t, create(w.ctx, w.machines.MachineV1alpha1().Machines(w.ns), &v1alpha1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: "worker-a-1"},
-		Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "class"}},
-	}))
-	var m *v1alpha1.Machine
-	for i := 0; i < 10; i++ {
-		// MCM reads through its caches: let them see the last write.
-		time.Sleep(200 * time.Millisecond)
-		retry, err := w.reconcile(t, "worker-a-1")
-		t.Logf("reconcile %d: retry %v, error %v", i, retry, err)
-		var gerr error
-		m, gerr = w.machines.MachineV1alpha1().Machines(w.ns).Get(w.ctx, "worker-a-1", metav1.GetOptions{})
-		must(t, gerr)
-		if m.Status.CurrentStatus.Phase == v1alpha1.MachinePending && m.Spec.ProviderID != "" {
-			break
+// Every scenario of the library runs through MCM's own controller, and
+// each reconcile does what the rows document: the scenarios are checked
+// against MCM before they judge the project's controller. Each runs twice,
+// in two namespaces, and the second run is compared with the first as the
+// project's controller will be, without deviations: MCM against itself
+// differs nowhere, so what the observations keep after normalisation is
+// the controller's doing and nothing else.
+func TestMCMScenarios(t *testing.T) {
+	r := newMCMRunner(t)
+	start := time.Now()
+	scs := Scenarios()
+	covered := map[string]bool{}
+	for i := range scs {
+		sc := &scs[i]
+		t.Run(sc.Name, func(t *testing.T) {
+			obs, err := r.Run(context.Background(), &mcmController{}, sc)
+			for j := range obs {
+				logObservation(t, &sc.Steps[j], &obs[j])
+				failed := sc.Steps[j].Failed(&obs[j])
+				for _, f := range failed {
+					t.Errorf("step %d (rows %v): MCM did not do as documented: want %s", j, sc.Steps[j].Rows, f)
+				}
+				if len(failed) == 0 {
+					for _, row := range sc.Steps[j].Rows {
+						covered[row] = true
+					}
+				}
+			}
+			must(t, err)
+			again, err := r.Run(context.Background(), &mcmController{}, sc)
+			must(t, err)
+			alone := *sc
+			alone.Deviations = nil
+			refused, _ := Compare(&alone, obs, again)
+			for _, d := range refused {
+				t.Errorf("MCM against itself: %s", d)
+			}
+		})
+	}
+	var ids []string
+	for id := range covered {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	t.Logf("%d scenarios, each run twice, in %v; rows exercised and checked (%d): %v", len(scs), time.Since(start), len(ids), ids)
+}
+
+// planted is MCM's controller with a planted divergence: after each
+// reconcile it rewrites MCM's "Creating machine on cloud provider" to a
+// text MCM never writes.
+type planted struct{ mcmController }
+
+// Reconcile implements Controller.
+func (p *planted) Reconcile(ctx context.Context, machine string, now time.Time) (Result, error) {
+	res, err := p.mcmController.Reconcile(ctx, machine, now)
+	m, gerr := p.env.machineClient().Get(ctx, machine, metav1.GetOptions{})
+	if gerr == nil && m.Status.LastOperation.Description == "Creating machine on cloud provider" {
+		m.Status.LastOperation.Description = "Creating the machine on cloud provider"
+		_, gerr = p.env.machineClient().UpdateStatus(ctx, m, metav1.UpdateOptions{})
+	}
+	if gerr != nil && !apierrors.IsNotFound(gerr) {
+		return res, gerr
+	}
+	return res, err
+}
+
+// A controller whose LastOperation text differs from MCM's in one step
+// fails the comparison at that step, even in a scenario that accepts
+// deviations at other steps.
+func TestPlantedDivergenceFails(t *testing.T) {
+	r := newMCMRunner(t)
+	var sc *Scenario
+	for _, s := range Scenarios() {
+		if s.Name == "create-to-running" {
+			sc = &s
 		}
 	}
-	if m.Status.CurrentStatus.Phase != v1alpha1.MachinePending || m.Spec.ProviderID == "" {
-		t.Fatalf("MCM did not create the machine: phase %q, providerID %q, last operation %+v",
-			m.Status.CurrentStatus.Phase, m.Spec.ProviderID, m.Status.LastOperation)
+	if sc == nil {
+		t.Fatal("no scenario create-to-running")
 	}
-	if n := len(w.cloud.Instances()); n != 1 {
-		t.Fatalf("%d instances", n)
+	sc.Deviations = []Deviation{{Step: 0, Heading: "A stage that advances goes straight on", Test: "TestDeletionHappyPathAllocatesNothing"}}
+	refused, _, _, _, err := r.Differential(context.Background(), &mcmController{}, &planted{}, sc)
+	must(t, err)
+	t.Logf("refused: %q", refused)
+	if len(refused) == 0 || !strings.Contains(refused[0], "step 1: lastOperation.description") ||
+		!strings.Contains(refused[0], "Creating the machine on cloud provider") {
+		t.Fatalf("the planted divergence passed: refused %q", refused)
 	}
-	if inst := w.cloud.Instances()[0]; inst.MachineName != "worker-a-1" || string(m.UID) != inst.CreatorUID {
-		t.Fatalf("instance %+v of machine %s", inst, m.UID)
-	}
-	t.Logf("MCM's last operation: %+v", m.Status.LastOperation)
 }

@@ -1,0 +1,209 @@
+package difftest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gardener/machine-controller-manager/pkg/client/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/purelifecycle/machine/mcmcontroller/mcmfake"
+)
+
+// Runner runs scenarios against one API server, one after the other.
+type Runner struct {
+	// Config reaches the API server (an envtest with MCM's CRDs).
+	Config *rest.Config
+	// Settings configure every controller; DefaultSettings when zero.
+	Settings Settings
+	// IgnoredAnnotations are left out of the observations;
+	// DefaultIgnoredAnnotations when nil.
+	IgnoredAnnotations []string
+
+	runs int
+}
+
+// Run builds sc's world in a fresh namespace, runs its steps through ctl
+// and returns the observation of each reconcile. An error is one of the
+// world or of an action, never a controller's: those are observed.
+func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Observation, error) {
+	core, err := kubernetes.NewForConfig(r.Config)
+	if err != nil {
+		return nil, err
+	}
+	machines, err := versioned.NewForConfig(r.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := clearCluster(ctx, core); err != nil {
+		return nil, fmt.Errorf("clearing the cluster: %w", err)
+	}
+	r.runs++
+	settings := r.Settings
+	if settings == (Settings{}) {
+		settings = DefaultSettings
+	}
+	e := &Env{Config: r.Config, Core: core, Machines: machines, Driver: mcmfake.New(), Frozen: sc.World.Frozen, NoTarget: sc.World.NoTarget,
+		Settings: settings, ctl: ctl,
+		Namespace: fmt.Sprintf("%s-%d-%s", strings.ToLower(ctl.Name()), r.runs, sc.Name)}
+	if len(e.Namespace) > 63 {
+		e.Namespace = e.Namespace[:63]
+	}
+	if err := e.build(ctx, &sc.World); err != nil {
+		return nil, fmt.Errorf("building the world: %w", err)
+	}
+	if err := ctl.Start(ctx, e); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", ctl.Name(), err)
+	}
+	defer ctl.Stop()
+	ignored := r.IgnoredAnnotations
+	if ignored == nil {
+		ignored = DefaultIgnoredAnnotations
+	}
+	n := &Normalizer{Namespace: e.Namespace, IgnoredAnnotations: ignored}
+	obs := make([]Observation, 0, len(sc.Steps))
+	for i, st := range sc.Steps {
+		for _, a := range st.Do {
+			if err := a.Do(ctx, e); err != nil {
+				return obs, fmt.Errorf("step %d: %s: %w", i, a.Name, err)
+			}
+		}
+		before, err := e.snapshot(ctx, n)
+		if err != nil {
+			return obs, err
+		}
+		calls := len(e.Driver.Calls())
+		res, rerr := ctl.Reconcile(ctx, e.Machine, time.Now())
+		after, err := e.snapshot(ctx, n)
+		if err != nil {
+			return obs, err
+		}
+		o := Observation{Step: i, Machine: machineView(after, e.Machine), Calls: callViews(e.Driver.Calls()[calls:], n),
+			Writes: writes(before, after), Result: res}
+		if rerr != nil {
+			o.Err = n.Text(rerr.Error())
+		}
+		obs = append(obs, o)
+	}
+	return obs, nil
+}
+
+// Differential runs sc through the reference controller (MCM's) and the
+// controller under test, each in a world of its own, and compares their
+// observations (Compare). It returns the differences refused and accepted,
+// and the observations of both runs, for reports.
+func (r *Runner) Differential(ctx context.Context, ref, under Controller, sc *Scenario) (refused, accepted []string,
+	refObs, underObs []Observation, err error) {
+	refObs, err = r.Run(ctx, ref, sc)
+	if err != nil {
+		return nil, nil, refObs, nil, fmt.Errorf("%s: %w", ref.Name(), err)
+	}
+	underObs, err = r.Run(ctx, under, sc)
+	if err != nil {
+		return nil, nil, refObs, underObs, fmt.Errorf("%s: %w", under.Name(), err)
+	}
+	refused, accepted = Compare(sc, refObs, underObs)
+	return refused, accepted, refObs, underObs, nil
+}
+
+// clearCluster deletes what scenarios leave cluster-wide: the refusals of
+// node writes, the nodes (their finalizers removed), the bootstrap tokens
+// of kube-system and the volume attachments. A refusal lingers a moment
+// after its binding is gone, so the node writes are retried.
+func clearCluster(ctx context.Context, core kubernetes.Interface) error {
+	if err := liftFaults(ctx, core); err != nil {
+		return err
+	}
+	all := metav1.ListOptions{}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		nodes, err := core.CoreV1().Nodes().List(ctx, all)
+		if err != nil {
+			return false, err
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if len(n.Finalizers) > 0 {
+				n.Finalizers = nil
+				if _, err := core.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					return false, nil
+				}
+			}
+		}
+		return core.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, all) == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting the nodes: %w", err)
+	}
+	if err := core.CoreV1().Secrets(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"}); err != nil {
+		return err
+	}
+	return core.StorageV1().VolumeAttachments().DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+}
+
+// Check is an expectation about one reconcile's observation.
+type Check struct {
+	// Name says what is expected.
+	Name string
+	// OK reports whether the observation meets it.
+	OK func(o *Observation) bool
+}
+
+// Failed returns the names of the step's checks that the observation
+// fails.
+func (st *Step) Failed(o *Observation) []string {
+	var out []string
+	for _, c := range st.Want {
+		if !c.OK(o) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Compare compares two controllers' observations of sc, step by step, and
+// returns the differences it does not accept and those it accepts because
+// a deviation of sc covers their step. A run cut short is a difference no
+// deviation accepts.
+func Compare(sc *Scenario, a, b []Observation) (refused, accepted []string) {
+	first := -1
+	for i := 0; i < max(len(a), len(b)); i++ {
+		if i >= len(a) || i >= len(b) {
+			refused = append(refused, fmt.Sprintf("%s step %d: one run has no observation of it", sc.Name, i))
+			continue
+		}
+		d := Diff(&a[i], &b[i])
+		if len(d) == 0 {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		dev, ok := sc.deviationAt(i, first)
+		for _, line := range d {
+			line = fmt.Sprintf("%s step %d: %s", sc.Name, i, line)
+			if ok {
+				accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
+			} else {
+				refused = append(refused, line)
+			}
+		}
+	}
+	return refused, accepted
+}
+
+// deviationAt returns the deviation that covers step i, first being the
+// first step that differed.
+func (sc *Scenario) deviationAt(i, first int) (Deviation, bool) {
+	for _, d := range sc.Deviations {
+		if d.Step == i || (d.Step == -1 && i >= first) {
+			return d, true
+		}
+	}
+	return Deviation{}, false
+}

@@ -1,0 +1,172 @@
+package difftest
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/purelifecycle/machine/mcmcontroller/mcmfake"
+)
+
+// Scenarios returns the library of scenarios: at least one for every row
+// of doc/mcm-rows.md in scope that one reconcile of one machine can reach,
+// each step's Want being MCM's behaviour as the rows document it.
+func Scenarios() []Scenario {
+	var out []Scenario
+	out = append(out, dispatchScenarios()...)
+	out = append(out, creationScenarios()...)
+	out = append(out, healthScenarios()...)
+	out = append(out, deletionScenarios()...)
+	return out
+}
+
+// MCM's retry periods (machineutils.RetryPeriod).
+const (
+	conflict = 200 * time.Millisecond
+	short    = 5 * time.Second
+	medium   = 3 * time.Minute
+	long     = 10 * time.Minute
+)
+
+// machineName is the scenarios' machine: at least five bytes, as MCM
+// derives its bootstrap token's ID from the last five.
+const machineName = "worker-a-1"
+
+// Shorthands of MCM's phases, operation types and states.
+const (
+	pending      = v1alpha1.MachinePending
+	running      = v1alpha1.MachineRunning
+	unknown      = v1alpha1.MachineUnknown
+	failed       = v1alpha1.MachineFailed
+	crashLoop    = v1alpha1.MachineCrashLoopBackOff
+	terminating  = v1alpha1.MachineTerminating
+	opCreate     = v1alpha1.MachineOperationCreate
+	opHealth     = v1alpha1.MachineOperationHealthCheck
+	opDelete     = v1alpha1.MachineOperationDelete
+	stProcessing = v1alpha1.MachineStateProcessing
+	stFailed     = v1alpha1.MachineStateFailed
+	stSuccessful = v1alpha1.MachineStateSuccessful
+)
+
+// The driver methods, briefly.
+const (
+	mGet    = mcmfake.MethodGetStatus
+	mCreate = mcmfake.MethodCreate
+	mInit   = mcmfake.MethodInitialize
+	mDelete = mcmfake.MethodDelete
+)
+
+// MCM's deletion step markers (machineutils).
+const (
+	markGetVMStatus   = "Set machine status to termination. Now, getting VM Status"
+	markDrain         = "Initiate node drain"
+	markVolumes       = "Delete Volume Attachments"
+	markVMDeletion    = "Initiate VM deletion"
+	markNodeDeletion  = "Initiate node object deletion"
+	markFinalizerGone = "Initiate machine object finalizer removal"
+)
+
+// newMachine returns a machine of the default class with no status.
+func newMachine() v1alpha1.Machine {
+	return v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: machineName}}
+}
+
+// machineAt returns a machine in phase p with last operation op, the
+// providerID and node label of instance n (none for 0) and the
+// conditions cs.
+func machineAt(p v1alpha1.MachinePhase, op v1alpha1.LastOperation, n int, cs ...corev1.NodeCondition) v1alpha1.Machine {
+	m := newMachine()
+	m.Status.CurrentStatus.Phase = p
+	m.Status.LastOperation = op
+	m.Status.Conditions = cs
+	if n > 0 {
+		m.Spec.ProviderID = ProviderID(n)
+		m.Labels = map[string]string{v1alpha1.NodeLabelKey: NodeName(n)}
+		m.Annotations = map[string]string{"machinepriority.machine.sapcloud.io": "3"}
+	}
+	return m
+}
+
+// lastOp returns a last operation.
+func lastOp(t v1alpha1.MachineOperationType, s v1alpha1.MachineState, d string) v1alpha1.LastOperation {
+	return v1alpha1.LastOperation{Type: t, State: s, Description: d}
+}
+
+// Last operations MCM leaves.
+var (
+	opCreating = lastOp(opCreate, stProcessing, "Creating machine on cloud provider")
+	opJoined   = lastOp(opCreate, stSuccessful, "Machine "+machineName+" successfully joined the cluster")
+	opMissing  = lastOp(opHealth, stProcessing, "Node object went missing. Machine "+machineName+
+		" is unhealthy - changing MachinePhase to Unknown")
+)
+
+// cond returns a node condition of type t and status s.
+func cond(t corev1.NodeConditionType, s corev1.ConditionStatus) corev1.NodeCondition {
+	return corev1.NodeCondition{Type: t, Status: s, Reason: "Scenario", Message: "set by the scenario"}
+}
+
+// Node conditions.
+var (
+	readyTrue  = cond(corev1.NodeReady, corev1.ConditionTrue)
+	readyFalse = cond(corev1.NodeReady, corev1.ConditionFalse)
+	diskFalse  = cond(corev1.NodeDiskPressure, corev1.ConditionFalse)
+)
+
+// nodeOf returns the node of instance n, with its providerID, the
+// machine-name label and the conditions cs.
+func nodeOf(n int, cs ...corev1.NodeCondition) corev1.Node {
+	return corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeName(n), Labels: map[string]string{"node.gardener.cloud/machine-name": machineName}},
+		Spec:       corev1.NodeSpec{ProviderID: ProviderID(n)},
+		Status:     corev1.NodeStatus{Conditions: cs},
+	}
+}
+
+// errUndecodable is an error without MCM's code and message groups.
+var errUndecodable = errors.New("the provider broke down")
+
+// undecodable answers every call of m with errUndecodable.
+func undecodable(m mcmfake.Method) Action {
+	return Hook(string(m)+" fails undecodably", m, func(mcmfake.Call) error { return errUndecodable })
+}
+
+// world returns a world of machine m with instances 1..n of it, the
+// nodes given and everything else default.
+func world(m v1alpha1.Machine, instances int, nodes ...corev1.Node) World {
+	w := World{Machine: m, Nodes: nodes}
+	for range instances {
+		w.Instances = append(w.Instances, Instance{})
+	}
+	return w
+}
+
+// do is a list of actions.
+func do(as ...Action) []Action { return as }
+
+// want is a list of checks.
+func want(cs ...Check) []Check { return cs }
+
+// rows is a list of row ids.
+func rows(ids ...string) []string { return ids }
+
+// NotExercised are the rows in scope that no scenario runs through MCM's
+// controller, each with the reason: one reconcile of one machine, driven
+// synchronously against a real API server and the fake cloud, cannot reach
+// them.
+var NotExercised = map[string]string{
+	"B1": "the fake cloud always answers a providerID and a node name, and a driver hook can fail a call but not empty its answer",
+	"B9": "unreachable in v0.62.1: a machine enters creation with a phase other than none or CrashLoopBackOff only without " +
+		"a providerID, and then B2 always writes one and B7 ends the pass",
+	"H0":  "MCM reads the node through its informer's cache, which does not fail",
+	"T1":  "the permit is held by another worker marking a machine of the same deployment Failed at the same time; reconciles run one at a time",
+	"T2":  "MCM lists the machines through its informer's cache, which does not fail",
+	"X1":  "the creation map holds a machine only while another worker creates it; reconciles run one at a time",
+	"S2c": "a row of later MCMs, which cordon as a step of its own; in v0.62.1 a refused cordon is a failed drain (S2g, same text)",
+	"S2d": "a row of later MCMs, which cordon as a step of its own; in v0.62.1 a refused cordon is a failed drain (S2h, same text)",
+	"S3a": "MCM reads the node through its informer's cache, which does not fail",
+	"S5c": "MCM reads the node through its informer's cache, which does not fail",
+	"S5f": "the node would have to be in MCM's cache and gone from the API server; the controller's caches are synced before each reconcile",
+}
