@@ -62,17 +62,18 @@
 // differs nowhere, which checks the normalisation; a planted wrong
 // LastOperation text fails the comparison.
 //
-// The project's controller (mcmcontroller/machines) is compared by
-// implementing [Controller] for it: Start makes a controller of
-// env.Namespace over env's clients with env.Driver as the provider and
-// env.Settings as its configuration (its observer degraded when env.Frozen
-// is set), Reconcile waits for its caches, runs one pass of the named
-// machine at now (the real clock, which backdating has made the simulated
-// time) and returns once its writes and calls are done, and Stop releases
-// what Start made; it implements [Backdater] to move the stamps of its
-// state annotations back with MCM's. A test then runs every scenario
-// through both ([Runner.Differential]) and fails on every difference
-// [Compare] refuses.
+// The project's controller (mcmcontroller/machines) is [DropIn]: Start
+// makes a Reconciler of env.Namespace over caches of env's API server,
+// with env.Driver as the provider and env.Settings read as MCM's flags
+// (package options), its observer degraded when env.Frozen is set;
+// Reconcile waits for its caches, runs the leader's fleet pass (the
+// limiter's grants) and one pass of the named machine at now, and returns
+// once its writes and calls are done; it implements [Backdater] to move
+// the stamps of its state annotation back with MCM's.
+// TestDropInAgainstMCM runs every scenario through both
+// ([Runner.Differential]); the differences no deviation of a scenario
+// accepts yet are listed in testdata/dropin-differences.txt, and a
+// difference not listed, or a listed one no longer seen, fails it.
 //
 // Not observed: events (MCM's are recorded by a fake recorder here), the
 // requeue a reconcile asks for (the project backs off and adds jitter by

@@ -18,9 +18,7 @@ import (
 	"github.com/gardener/machine-controller-manager/pkg/util/provider/machineutils"
 	mcmoptions "github.com/gardener/machine-controller-manager/pkg/util/provider/options"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -164,26 +162,6 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 	return nil
 }
 
-// versions returns the names and resourceVersions of a list's items.
-func versions(list runtime.Object, err error) (map[string]string, error) {
-	if err != nil {
-		return nil, err
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, x := range items {
-		o, err := meta.Accessor(x)
-		if err != nil {
-			return nil, err
-		}
-		out[o.GetName()] = o.GetResourceVersion()
-	}
-	return out, nil
-}
-
 // storeVersions reads the names and resourceVersions of a cache.
 func storeVersions(s cache.Store) func(context.Context) (map[string]string, error) {
 	return func(context.Context) (map[string]string, error) {
@@ -239,11 +217,18 @@ func (c *mcmController) Stop() { c.cancel() }
 
 var _ Controller = (*mcmController)(nil)
 
-// newMCMRunner returns a runner on the shared envtest.
+// runner is the one Runner of the shared envtest: its count of runs names
+// every scenario's namespace apart, whichever test runs it.
+var runner *Runner
+
+// newMCMRunner returns the runner of the shared envtest.
 func newMCMRunner(t *testing.T) *Runner {
 	t.Helper()
 	needAPIServer(t)
-	return &Runner{Config: apiServer}
+	if runner == nil {
+		runner = &Runner{Config: apiServer}
+	}
+	return runner
 }
 
 // must fails t on err.

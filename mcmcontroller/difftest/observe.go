@@ -161,11 +161,19 @@ var (
 	printedTime = regexp.MustCompile(`\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?( ?[+-]\d\d:?\d\d)?( [A-Z]{3,4})?Z?( m=[+-][0-9.]+)?`)
 	// tokenName matches the name of a bootstrap token secret.
 	tokenName = regexp.MustCompile(`bootstrap-token-[a-z0-9]{6}`)
+	// uid matches a UID, which the API server gives each object anew.
+	uid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	// measured matches a duration as Go prints one measured by a clock
+	// (with a fraction), such as the time a machine took to join.
+	measured = regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+\.\d+(µs|ms|ns|s)\b`)
 )
 
-// Text normalises a text: times, the namespace and token names replaced.
+// Text normalises a text: times, measured durations, UIDs, the namespace
+// and token names replaced.
 func (n *Normalizer) Text(s string) string {
 	s = printedTime.ReplaceAllString(s, "<time>")
+	s = measured.ReplaceAllString(s, "<elapsed>")
+	s = uid.ReplaceAllString(s, "<uid>")
 	if n.Namespace != "" {
 		s = strings.ReplaceAll(s, n.Namespace, "<ns>")
 	}

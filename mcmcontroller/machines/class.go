@@ -34,8 +34,8 @@ const userDataKey = "userData"
 // keeps the class from being used becomes the input's Problem, so the
 // lifecycle decides on it (the machine waits, and so does its deletion):
 //
-//   - a reference to another kind than MachineClass, or without a name:
-//     ProblemInvalidMachine;
+//   - a reference without a kind or a name (MCM's validation of a
+//     Machine), or to another kind than MachineClass: ProblemInvalidMachine;
 //   - a class or Secret that does not exist: ProblemClassUnavailable;
 //   - a class or Secret that could not be read now, or a class or Secret
 //     without its finalizer that could not be given it:
@@ -72,7 +72,7 @@ func (p *pass) classOf(ctx context.Context) *classRead {
 // Secrets their finalizers when they lack them.
 func (r *Reconciler) readClass(ctx context.Context, m *v1alpha1.Machine) classRead {
 	ref := m.Spec.Class
-	if ref.Kind != "" && ref.Kind != "MachineClass" || ref.Name == "" {
+	if ref.Kind != "MachineClass" || ref.Name == "" {
 		return classRead{problem: lifecycle.ProblemInvalidMachine,
 			err: fmt.Errorf("spec.class must name a MachineClass, not %q of kind %q", ref.Name, ref.Kind)}
 	}

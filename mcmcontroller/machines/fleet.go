@@ -21,6 +21,14 @@ import (
 	"github.com/purelifecycle/machine/mcmcontroller/owner"
 )
 
+// FleetPass makes one pass of the leader's fleet pass at now: the fleet
+// limiter's grants, and the orphan collection when collectOrphans is set.
+// A controller Setup makes runs it periodically; a caller that runs passes
+// itself (Reconciler.Pass) calls it before them.
+func (r *Reconciler) FleetPass(ctx context.Context, now time.Time, collectOrphans bool) {
+	r.fleet.runAt(ctx, now, collectOrphans)
+}
+
 // grants holds the fleet limiter's grants of the last fleet pass, by
 // machine UID: the machines that may be marked Failed. A pass reads its
 // machine's grant at every step. It is safe for concurrent use.
@@ -60,8 +68,11 @@ func (g *grants) replace(fail map[types.UID]bool) []types.UID {
 // now is reconciled at once, as its grant is new input. It implements
 // manager.Runnable and runs only while elected.
 type fleet struct {
-	r       *Reconciler
+	r *Reconciler
+	// enqueue takes the machines granted now; nil: they are not sent.
 	enqueue chan event.GenericEvent
+
+	mu sync.Mutex // one pass at a time
 
 	machs   []*v1alpha1.Machine
 	members []lifecycle.Member
@@ -97,7 +108,13 @@ func (f *fleet) Start(ctx context.Context) error {
 
 // run makes one fleet pass, collecting orphans when asked.
 func (f *fleet) run(ctx context.Context, collectOrphans bool) {
-	now := f.r.opts.Now()
+	f.runAt(ctx, f.r.opts.Now(), collectOrphans)
+}
+
+// runAt makes one fleet pass at now.
+func (f *fleet) runAt(ctx context.Context, now time.Time, collectOrphans bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.observe(ctx); err != nil {
 		logf.FromContext(ctx).Error(err, "listing machines")
 		return
@@ -165,6 +182,9 @@ func (f *fleet) grant(ctx context.Context, now time.Time) {
 		}
 	}
 	granted := r.grants.replace(fail)
+	if f.enqueue == nil {
+		return
+	}
 	for _, m := range f.machs {
 		if !slices.Contains(granted, m.UID) {
 			continue

@@ -90,6 +90,7 @@ type Reconciler struct {
 	checked  lifecycle.Checked
 	config   lifecycle.Config
 	grants   grants // the fleet pass's (fleet.go)
+	fleet    *fleet
 }
 
 // New returns a Reconciler of the machines of opts.Namespace.
@@ -121,8 +122,10 @@ func New(c Clients, opts Options) (*Reconciler, error) {
 	if opts.FleetInterval <= 0 {
 		opts.FleetInterval = 30 * time.Second
 	}
-	return &Reconciler{noTarget: cfg.NoTargetCluster, opts: opts, c: c, nodes: kubeshell.Nodes{Reader: c.TargetReader, Writer: c.Target},
-		checked: checked, config: cfg}, nil
+	r := &Reconciler{noTarget: cfg.NoTargetCluster, opts: opts, c: c, nodes: kubeshell.Nodes{Reader: c.TargetReader, Writer: c.Target},
+		checked: checked, config: cfg}
+	r.fleet = &fleet{r: r}
+	return r, nil
 }
 
 // Reconcile runs one pass for the machine req names.

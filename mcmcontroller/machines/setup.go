@@ -73,7 +73,8 @@ func Setup(mgr ctrl.Manager, target cluster.Cluster, name string, workers int, o
 	if err := setupClasses(mgr, name+"-class", opts.Namespace); err != nil {
 		return nil, err
 	}
-	f := &fleet{r: r, enqueue: make(chan event.GenericEvent)}
+	f := r.fleet
+	f.enqueue = make(chan event.GenericEvent)
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}
