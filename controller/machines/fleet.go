@@ -15,6 +15,7 @@ import (
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
@@ -72,29 +73,11 @@ type fleetRunnable struct {
 // NeedLeaderElection reports true: grants are computed by one controller.
 func (f *fleetRunnable) NeedLeaderElection() bool { return true }
 
-// Start runs fleet passes until ctx ends.
+// Start runs fleet passes until ctx ends (kubeshell.RunFleet).
 func (f *fleetRunnable) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("fleet")
 	ctx = logf.IntoContext(ctx, log)
-	t := time.NewTicker(f.interval)
-	defer t.Stop()
-	var orphans <-chan time.Time
-	if f.orphanInterval > 0 {
-		ot := time.NewTicker(f.orphanInterval)
-		defer ot.Stop()
-		orphans = ot.C
-	}
-	f.run(ctx, false)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			f.run(ctx, false)
-		case <-orphans:
-			f.run(ctx, true)
-		}
-	}
+	return kubeshell.RunFleet(ctx, f.interval, f.orphanInterval, f.run)
 }
 
 // run makes one fleet pass, collecting orphans when asked.

@@ -3,20 +3,19 @@ package machines
 import (
 	"context"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 )
 
@@ -136,52 +135,10 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 	in.TokenExists = r.tokenExists(ctx, p.m, in.Now)
 }
 
-// findNode finds the machine's node: by the machine's node label, else by
-// the node name the status records, else by the node's machine-name label,
-// else by the recorded providerID. nil without an error when there is
-// none.
+// findNode finds the machine's node in the cache (kubeshell.FindNode).
 func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *lifecycle.Status) (*corev1.Node, error) {
-	names := []string{m.Labels[lifecycle.NodeLabel], st.NodeName}
-	if names[1] == names[0] {
-		names = names[:1] // the label names the recorded node: one read
-	}
-	for _, name := range names {
-		if name == "" {
-			continue
-		}
-		n := &corev1.Node{}
-		err := r.client.Get(ctx, client.ObjectKey{Name: name}, n)
-		if err == nil {
-			return n, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-	}
-	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
-		return nil, err
-	}
-	if n := first(nodes.Items); n != nil {
-		return n, nil
-	}
-	if st.ProviderID == "" {
-		return nil, nil
-	}
-	if err := r.client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: st.ProviderID}); err != nil {
-		return nil, err
-	}
-	return first(nodes.Items), nil
-}
-
-// first returns the node with the smallest name, so the choice does not
-// depend on the cache's order.
-func first(nodes []corev1.Node) *corev1.Node {
-	if len(nodes) == 0 {
-		return nil
-	}
-	n := slices.MinFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	return &n
+	return kubeshell.FindNode(ctx, r.client, kubeshell.NodeOf{Label: m.Labels[lifecycle.NodeLabel], Recorded: st.NodeName,
+		Machine: m.Name, ProviderID: st.ProviderID})
 }
 
 // nodeNamed returns the node of that name, read from the API server, or the

@@ -156,17 +156,26 @@ func (d *DropIn) waitSynced(ctx context.Context) error {
 			if err != nil {
 				return false, err
 			}
-			if len(a) != len(b) {
+			if !sameVersions(a, b) {
 				return false, nil
-			}
-			for k, v := range a {
-				if b[k] != v {
-					return false, nil
-				}
 			}
 		}
 		return true, nil
 	})
+}
+
+// sameVersions reports whether two listings of names and
+// resourceVersions (versions) are the same.
+func sameVersions(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Stop implements Controller.

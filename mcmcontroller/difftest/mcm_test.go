@@ -189,13 +189,8 @@ func (c *mcmController) waitSynced(ctx context.Context) error {
 			if err != nil {
 				return false, err
 			}
-			if len(a) != len(b) {
+			if !sameVersions(a, b) {
 				return false, nil
-			}
-			for k, v := range a {
-				if b[k] != v {
-					return false, nil
-				}
 			}
 		}
 		return true, nil

@@ -30,8 +30,11 @@
 //   - the node of a machine that is not being deleted is kept in line with
 //     the machine's node template and its class's virtual capacity
 //     (nodetemplate.Plan), once the lifecycle's pass has ended;
+//   - the node of a machine carries MCM's node finalizer while the machine
+//     is not being deleted, and a node deleted behind its machine's back
+//     has the machine deleted, as MCM's node handling does (nodes.go);
 //   - the observer the lifecycle is given is the API-server freeze check of
-//     package safety, when Options.Safety is set.
+//     package safety, when Options.Observer is set.
 //
 // The bootstrap token of a machine lives in kube-system of the target
 // cluster, as MCM keeps it, but its ID is derived from the machine's UID

@@ -465,3 +465,29 @@ func TestDeletionWithVolumeAttachments(t *testing.T) {
 		t.Fatalf("the instance was not deleted: calls %+v", w.cloud.Calls())
 	}
 }
+
+// A Running machine's node carries MCM's node finalizer; a node deleted
+// behind the machine's back (by the cloud controller manager, say) has
+// its machine deleted, as under MCM, and both go.
+func TestNodeDeletedDeletesItsMachine(t *testing.T) {
+	w := newWorld(t)
+	w.class(t, "small")
+	w.machine(t, "worker-n-1", "small", nil)
+	eventually(t, "the machine Running", func() bool {
+		m := w.get(t, "worker-n-1")
+		return m != nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
+	})
+	node := &corev1.Node{}
+	eventually(t, "the node's finalizer", func() bool {
+		return w.c.Get(w.ctx, client.ObjectKey{Name: w.cloud.Instances()[0].NodeName}, node) == nil &&
+			hasFinalizer(node, lifecycle.NodeFinalizer)
+	})
+	must(t, w.c.Delete(w.ctx, node))
+	eventually(t, "the machine gone", func() bool { return w.get(t, "worker-n-1") == nil })
+	eventually(t, "the node gone", func() bool {
+		return apierrors.IsNotFound(w.c.Get(w.ctx, client.ObjectKeyFromObject(node), &corev1.Node{}))
+	})
+	if n := len(w.cloud.Instances()); n != 0 {
+		t.Fatalf("%d instances left", n)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	mcmadapter "github.com/purelifecycle/machine/adapters/mcm"
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/mcmcontroller/mcmdriver"
 	"github.com/purelifecycle/machine/mcmcontroller/owner"
@@ -82,28 +83,10 @@ type fleet struct {
 // NeedLeaderElection reports true: grants are computed by one controller.
 func (f *fleet) NeedLeaderElection() bool { return true }
 
-// Start runs fleet passes until ctx ends.
+// Start runs fleet passes until ctx ends (kubeshell.RunFleet).
 func (f *fleet) Start(ctx context.Context) error {
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithName("fleet"))
-	t := time.NewTicker(f.r.opts.FleetInterval)
-	defer t.Stop()
-	var orphans <-chan time.Time
-	if f.r.opts.OrphanInterval > 0 {
-		ot := time.NewTicker(f.r.opts.OrphanInterval)
-		defer ot.Stop()
-		orphans = ot.C
-	}
-	f.run(ctx, false)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			f.run(ctx, false)
-		case <-orphans:
-			f.run(ctx, true)
-		}
-	}
+	return kubeshell.RunFleet(ctx, f.r.opts.FleetInterval, f.r.opts.OrphanInterval, f.run)
 }
 
 // run makes one fleet pass, collecting orphans when asked.

@@ -2,8 +2,6 @@ package machines
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,13 +9,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 	"github.com/purelifecycle/machine/mcmcontroller/nodetemplate"
 )
 
 // The field indexes the target cluster's cache must hold (Indexes).
 const (
-	nodeProviderIDIndex = "spec.providerID"
+	nodeProviderIDIndex = kubeshell.ProviderIDIndex
 	vaNodeIndex         = "spec.nodeName"
 )
 
@@ -41,52 +40,11 @@ func Indexes() []Index {
 	}
 }
 
-// findNode finds the machine's node in the target cluster's cache: by the
-// machine's node label, else by the node name the status records, else by
-// the node's machine-name label, else by the recorded providerID. nil
-// without an error when there is none.
+// findNode finds the machine's node in the target cluster's cache
+// (kubeshell.FindNode).
 func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *lifecycle.Status) (*corev1.Node, error) {
-	names := []string{m.Labels[lifecycle.NodeLabel], st.NodeName}
-	if names[1] == names[0] {
-		names = names[:1]
-	}
-	for _, name := range names {
-		if name == "" {
-			continue
-		}
-		n := &corev1.Node{}
-		err := r.c.Target.Get(ctx, client.ObjectKey{Name: name}, n)
-		if err == nil {
-			return n, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-	}
-	var nodes corev1.NodeList
-	if err := r.c.Target.List(ctx, &nodes, client.MatchingLabels{lifecycle.MachineNameLabel: m.Name}); err != nil {
-		return nil, err
-	}
-	if n := first(nodes.Items); n != nil {
-		return n, nil
-	}
-	if st.ProviderID == "" {
-		return nil, nil
-	}
-	if err := r.c.Target.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: st.ProviderID}); err != nil {
-		return nil, err
-	}
-	return first(nodes.Items), nil
-}
-
-// first returns the node with the smallest name, so the choice does not
-// depend on the cache's order.
-func first(nodes []corev1.Node) *corev1.Node {
-	if len(nodes) == 0 {
-		return nil
-	}
-	n := slices.MinFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	return &n
+	return kubeshell.FindNode(ctx, r.c.Target, kubeshell.NodeOf{Label: m.Labels[lifecycle.NodeLabel], Recorded: st.NodeName,
+		Machine: m.Name, ProviderID: st.ProviderID})
 }
 
 // volumeAttachments counts the volume attachments of the node that are

@@ -30,9 +30,11 @@ const (
 // target cluster (nil: the manager's cluster is the target too, or there
 // is none when the Config says so), registers the caches' indexes, and adds to
 // the manager the controller named name with workers workers (MCM's
-// --concurrent-syncs), the leader's fleet pass (fleet.go) and the
+// --concurrent-syncs), the leader's fleet pass (fleet.go), the
 // controller name+"-class" that removes the finalizers of classes and
-// Secrets no longer in use (classes.go). A
+// Secrets no longer in use (classes.go), and the controller name+"-node"
+// that keeps MCM's finalizer on the machines' nodes and deletes the
+// machine of a node that is deleted (nodes.go). A
 // target cluster other than the manager's is added to the manager, which
 // starts it.
 func Setup(mgr ctrl.Manager, target cluster.Cluster, name string, workers int, opts Options) (*Reconciler, error) {
@@ -72,6 +74,11 @@ func Setup(mgr ctrl.Manager, target cluster.Cluster, name string, workers int, o
 	}
 	if err := setupClasses(mgr, name+"-class", opts.Namespace); err != nil {
 		return nil, err
+	}
+	if !noTarget {
+		if err := setupNodes(mgr, target, name+"-node", opts.Namespace); err != nil {
+			return nil, err
+		}
 	}
 	f := r.fleet
 	f.enqueue = make(chan event.GenericEvent)

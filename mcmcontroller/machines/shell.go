@@ -2,6 +2,7 @@ package machines
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,12 +105,14 @@ func (p *pass) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
 	defer cancel()
 	mm := p.m.DeepCopy()
 	mcmadapter.ApplyStatus(*st, mm, p.now)
-	annotations := mm.Annotations
+	// The status write decodes the API server's answer into mm, whose
+	// annotations are still the old ones: keep the new apart.
+	annotations := maps.Clone(mm.Annotations)
 	if err := p.r.c.Control.Status().Update(ctx, mm); err != nil {
 		return p.failed("saving the status", err)
 	}
 	p.m = mm.DeepCopy()
-	if !sameMap(mm.Annotations, annotations) {
+	if !maps.Equal(mm.Annotations, annotations) {
 		mm.Annotations = annotations
 		if err := p.r.c.Control.Update(ctx, mm); err != nil {
 			return p.failed("saving the lifecycle's annotations", err)
@@ -130,18 +133,6 @@ func (p *pass) failed(what string, err error) lifecycle.Write {
 	return w
 }
 
-// sameMap reports whether a and b hold the same entries.
-func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
 
 // Apply implements lpass.Shell (effects.go).
 func (p *pass) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
