@@ -133,7 +133,6 @@ func (p *pass) failed(what string, err error) lifecycle.Write {
 	return w
 }
 
-
 // Apply implements lpass.Shell (effects.go).
 func (p *pass) Apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write, string) {
 	io, cancel := p.io(ctx)
