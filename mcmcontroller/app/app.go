@@ -145,7 +145,7 @@ func NewManager(o *options.Options, provider driver.Driver) (ctrl.Manager, error
 // --profiling (with lock contention profiles with
 // --contention-profiling).
 func handlers(ctl options.Controller) map[string]http.Handler {
-	h := map[string]http.Handler{"/healthz": &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}}
+	h := map[string]http.Handler{"/healthz": &healthz.CheckHandler{Checker: healthz.Ping}}
 	if ctl.Profiling {
 		h["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
 		h["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)

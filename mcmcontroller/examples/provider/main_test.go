@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,11 +78,18 @@ func TestProviderMainRunsTheController(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A port free now, for the controller's endpoints.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_ = l.Close()
 	done := make(chan error, 1)
 	provider := driver.NewFakeDriver(false, "fake:///zone-a/vm-1", "node-vm-1", "", nil, nil, nil)
 	go func() {
 		done <- run(ctx, []string{"--control-kubeconfig=" + kubeconfig, "--target-kubeconfig=" + kubeconfig,
-			"--namespace=" + ns, "--address=127.0.0.1", "--port=18259"}, provider)
+			"--namespace=" + ns, "--address=127.0.0.1", "--port=" + port}, provider)
 	}()
 
 	m := &v1alpha1.Machine{}
@@ -86,6 +97,18 @@ func TestProviderMainRunsTheController(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "worker-1"}, m) == nil &&
 			m.Status.CurrentStatus.Phase == v1alpha1.MachinePending && m.Spec.ProviderID == "fake:///zone-a/vm-1"
 	})
+	// The endpoints MCM serves on --address and --port.
+	for path, want := range map[string]string{"/healthz": "ok", "/metrics": "controller_runtime_reconcile_total"} {
+		resp, err := http.Get("http://127.0.0.1:" + port + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Fatalf("GET %s: %d, %.200q", path, resp.StatusCode, body)
+		}
+	}
 	// The node joins.
 	now := metav1.Now()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-vm-1"}, Spec: corev1.NodeSpec{ProviderID: "fake:///zone-a/vm-1"}}
