@@ -3,6 +3,7 @@ module github.com/purelifecycle/machine/kubeshell
 go 1.26.0
 
 require (
+	github.com/go-logr/logr v1.4.2
 	github.com/purelifecycle/machine v0.0.0
 	k8s.io/api v0.34.3
 	k8s.io/apimachinery v0.34.3
@@ -14,7 +15,6 @@ require (
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
-	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect

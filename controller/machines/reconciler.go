@@ -71,7 +71,6 @@ import (
 	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 	lpass "github.com/purelifecycle/machine/lifecycle/pass"
-	"github.com/purelifecycle/machine/retry"
 )
 
 // Reconciler reconciles Machines: one pass of lifecycle/pass per
@@ -146,14 +145,6 @@ type pass struct {
 // errGone is the error of a write to a machine that is gone.
 var errGone = errors.New("machine is gone")
 
-// statusUnreadable is the error of a machine whose status cannot be read
-// back into the lifecycle's: without its saved state no step can be
-// trusted, so the machine is left alone.
-type statusUnreadable struct{ err error }
-
-func (e *statusUnreadable) Error() string { return "machine status unreadable: " + e.err.Error() }
-func (e *statusUnreadable) Unwrap() error { return e.err }
-
 // Reconcile runs one pass for the machine req names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	w := r.workers.Get().(*worker)
@@ -168,19 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.metrics != nil {
 		r.metrics.Passed(rep, r.now().Sub(p.now))
 	}
-	var unreadable *statusUnreadable
-	switch {
-	case rep.End == lpass.EndObserveFailed && errors.As(rep.Err, &unreadable):
-		p.log.Error(rep.Err, "machine left alone")
-		return ctrl.Result{RequeueAfter: retry.Long}, nil
-	case rep.End == lpass.EndObserveFailed:
-		return ctrl.Result{}, rep.Err
-	case rep.End == lpass.EndCanceled:
-		p.log.Info("pass ended early: the controller is stopping", "steps", rep.Steps)
-	case rep.End == lpass.EndGone || rep.Requeue <= 0:
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+	return kubeshell.ResultOf(p.log, rep)
 }
 
 // io returns the context of a pass's write, read or driver call: detached
@@ -216,7 +195,7 @@ func (p *pass) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) 
 		}
 		if st, err = m.Status.ToLifecycle(); err != nil {
 			p.r.recorder.Eventf(m, nil, "Warning", "InvalidStatus", "Reconcile", "status unreadable: %v", err)
-			return &statusUnreadable{err}
+			return &kubeshell.StatusUnreadable{Err: err}
 		}
 		in.Status = st
 	} else if p.decision != nil {

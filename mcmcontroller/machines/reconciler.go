@@ -22,7 +22,6 @@ import (
 	"github.com/purelifecycle/machine/lifecycle"
 	lpass "github.com/purelifecycle/machine/lifecycle/pass"
 	"github.com/purelifecycle/machine/mcmcontroller/owner"
-	"github.com/purelifecycle/machine/retry"
 )
 
 // Options configure a Reconciler.
@@ -131,17 +130,7 @@ func New(c Clients, opts Options) (*Reconciler, error) {
 // Reconcile runs one pass for the machine req names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rep := r.Pass(ctx, req.NamespacedName, r.opts.Now())
-	var unreadable *statusUnreadable
-	switch {
-	case rep.End == lpass.EndObserveFailed && errors.As(rep.Err, &unreadable):
-		logf.FromContext(ctx).Error(rep.Err, "machine left alone")
-		return ctrl.Result{RequeueAfter: retry.Long}, nil
-	case rep.End == lpass.EndObserveFailed:
-		return ctrl.Result{}, rep.Err
-	case rep.End == lpass.EndGone || rep.Requeue <= 0:
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+	return kubeshell.ResultOf(logf.FromContext(ctx), rep)
 }
 
 // Pass runs one pass of the machine key names at now, and what the pass
@@ -179,14 +168,6 @@ type pass struct {
 	// of, for the CreateMachine that follows.
 	token string
 }
-
-// statusUnreadable is the error of a machine whose status cannot be read
-// back into the lifecycle's: without its saved state no step can be
-// trusted, so the machine is left alone.
-type statusUnreadable struct{ err error }
-
-func (e *statusUnreadable) Error() string { return "machine status unreadable: " + e.err.Error() }
-func (e *statusUnreadable) Unwrap() error { return e.err }
 
 // errGone is the error of a write to a machine that is gone.
 var errGone = errors.New("machine is gone")

@@ -37,7 +37,7 @@ func (p *pass) Observe(ctx context.Context, now time.Time, in *lifecycle.Input) 
 		p.m = m
 		if st, err = mcmadapter.StatusFrom(m); err != nil {
 			p.r.c.Recorder.Eventf(m, corev1.EventTypeWarning, "InvalidStatus", "status unreadable: %v", err)
-			return &statusUnreadable{err}
+			return &kubeshell.StatusUnreadable{Err: err}
 		}
 		in.Status = st
 	} else if p.decision != nil {
