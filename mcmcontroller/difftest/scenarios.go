@@ -20,8 +20,55 @@ func Scenarios() []Scenario {
 	out = append(out, creationScenarios()...)
 	out = append(out, healthScenarios()...)
 	out = append(out, deletionScenarios()...)
+	for i := range out {
+		if d, ok := passGoesOn[out[i].Name]; ok {
+			out[i].Deviations = append(out[i].Deviations, d)
+		}
+	}
 	return out
 }
+
+// passGoesOn names, for the scenarios in which the project's pass goes on
+// where MCM's reconcile ends, the deviation that explains it: a pass takes
+// as many steps as the machine's state allows (up to
+// lifecycle.MaxStepsPerPass), where MCM returns after one. From the first
+// reconcile that differs on, the project's controller is ahead of MCM's,
+// so every later reconcile differs; the scenario's end must still agree
+// (the differential test compares the last observations and all the
+// driver calls of the two runs whatever the deviations).
+var passGoesOn = map[string]Deviation{
+	"finalizer-first":                finalizerSamePass,
+	"create-to-running":              finalizerSamePass,
+	"adopt-providerid-not-found":     finalizerSamePass,
+	"adopt-uninitialized":            finalizerSamePass,
+	"adopt-found-instance":           finalizerSamePass,
+	"no-target-cluster":              finalizerSamePass,
+	"delete-running":                 stageGoesOn,
+	"delete-machineset-text":         stageGoesOn,
+	"delete-node-by-machine-name":    stageGoesOn,
+	"delete-node-from-provider":      stageGoesOn,
+	"delete-lookup-unimplemented":    stageGoesOn,
+	"delete-lookup-not-found":        stageGoesOn,
+	"delete-lookup-uninitialized":    stageGoesOn,
+	"drain-without-node-name":        stageGoesOn,
+	"drain-forced-by-label":          stageGoesOn,
+	"drain-notready-under-5m":        stageGoesOn,
+	"drain-forced-after-notready-5m": stageGoesOn,
+	"drain-forced-by-timeout":        stageGoesOn,
+	"volumes-node-gone":              stageGoesOn,
+	"volumes-detached":               stageGoesOn,
+	"volumes-attached":               stageGoesOn,
+	"drain-forced-cordon-refused":    stageGoesOn,
+	"delete-vm-not-found":            stageGoesOn,
+	"delete-node-without-label":      stageGoesOn,
+	"delete-node-missing":            stageGoesOn,
+}
+
+// The deviations of a pass that goes on.
+var (
+	finalizerSamePass = Deviation{Step: -1, Heading: "The finalizer is added in the same pass", Test: "TestDispatchRows"}
+	stageGoesOn       = Deviation{Step: -1, Heading: "A stage that advances goes straight on", Test: "TestDeletionHappyPathAllocatesNothing"}
+)
 
 // MCM's retry periods (machineutils.RetryPeriod).
 const (
