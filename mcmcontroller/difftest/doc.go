@@ -71,9 +71,11 @@
 // once its writes and calls are done; it implements [Backdater] to move
 // the stamps of its state annotation back with MCM's.
 // TestDropInAgainstMCM runs every scenario through both
-// ([Runner.Differential]); the differences no deviation of a scenario
-// accepts yet are listed in testdata/dropin-differences.txt, and a
-// difference not listed, or a listed one no longer seen, fails it.
+// ([Runner.Differential]), and compares where the two runs end (the last
+// machine, all the driver calls) whatever the deviations; the differences
+// no deviation of a scenario accepts yet are listed in
+// testdata/dropin-differences.txt, and a difference not listed, or a
+// listed one no longer seen, fails it.
 //
 // Not observed: events (MCM's are recorded by a fake recorder here), the
 // requeue a reconcile asks for (the project backs off and adds jitter by
