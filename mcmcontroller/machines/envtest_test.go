@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -205,6 +206,21 @@ func (w *world) kubelet() {
 	}
 }
 
+// updateNodeStatus changes the status of the named node with change, as
+// a kubelet would, again on a conflict with the controller's own writes
+// of the node (its finalizer, its template).
+func (w *world) updateNodeStatus(t *testing.T, name string, change func(*corev1.Node)) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := w.c.Get(w.ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		change(n)
+		return w.c.Status().Update(w.ctx, n)
+	}))
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -367,11 +383,10 @@ func TestUnhealthyMachineFailsThroughTheLimiter(t *testing.T) {
 		m := w.get(t, "worker-c-1")
 		return m != nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
 	})
-	n := &corev1.Node{}
-	must(t, w.c.Get(w.ctx, client.ObjectKey{Name: w.cloud.Instances()[0].NodeName}, n))
-	n.Status.Conditions[0].Status, n.Status.Conditions[0].Reason = corev1.ConditionFalse, "KubeletNotReady"
-	n.Status.Conditions[0].LastTransitionTime = metav1.Now()
-	must(t, w.c.Status().Update(w.ctx, n))
+	w.updateNodeStatus(t, w.cloud.Instances()[0].NodeName, func(n *corev1.Node) {
+		n.Status.Conditions[0].Status, n.Status.Conditions[0].Reason = corev1.ConditionFalse, "KubeletNotReady"
+		n.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	})
 	eventually(t, "the machine Unknown", func() bool {
 		return w.get(t, "worker-c-1").Status.CurrentStatus.Phase == v1alpha1.MachineUnknown
 	})
@@ -447,16 +462,17 @@ func TestDeletionWithVolumeAttachments(t *testing.T) {
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}}
 	must(t, w.c.Create(w.ctx, va))
 	// The node reports the volume attached, as a kubelet does.
-	n := &corev1.Node{}
-	must(t, w.c.Get(w.ctx, client.ObjectKey{Name: node}, n))
-	n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/" + mcmfake.CSIDriver + "^vol-1"}}
-	must(t, w.c.Status().Update(w.ctx, n))
+	w.updateNodeStatus(t, node, func(n *corev1.Node) {
+		n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/" + mcmfake.CSIDriver + "^vol-1"}}
+	})
 	// Forced, as MCM's force-deletion label asks: the drain does not wait
 	// for the kubelet to detach volumes, and their attachments go.
-	m := w.get(t, "worker-v-1")
-	m.Labels[lifecycle.ForceDeletionLabel] = "True"
-	must(t, w.c.Update(w.ctx, m))
-	must(t, w.c.Delete(w.ctx, m))
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := w.get(t, "worker-v-1")
+		m.Labels[lifecycle.ForceDeletionLabel] = "True"
+		return w.c.Update(w.ctx, m)
+	}))
+	must(t, w.c.Delete(w.ctx, w.get(t, "worker-v-1")))
 	eventually(t, "the machine gone", func() bool { return w.get(t, "worker-v-1") == nil })
 	if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(va), &storagev1.VolumeAttachment{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the volume attachment is left: %v", err)
