@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,36 +17,6 @@ import (
 	"github.com/purelifecycle/machine/kubeshell"
 	"github.com/purelifecycle/machine/lifecycle"
 )
-
-// grants holds the fleet limiter's grants of the last fleet pass, by
-// machine UID: the machines that may be marked Failed. A worker reads its
-// machine's grant at every step. It is safe for concurrent use.
-type grants struct {
-	mu   sync.RWMutex
-	fail map[types.UID]bool
-}
-
-// of returns the machine's grant.
-func (g *grants) of(uid types.UID) lifecycle.Grant {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return lifecycle.Grant{Fail: g.fail[uid]}
-}
-
-// replace makes fail the grants, and returns those granted now that were
-// not before.
-func (g *grants) replace(fail map[types.UID]bool) map[types.UID]bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	granted := map[types.UID]bool{}
-	for uid := range fail {
-		if !g.fail[uid] {
-			granted[uid] = true
-		}
-	}
-	g.fail = fail
-	return granted
-}
 
 // fleetRunnable is the leader's periodic pass over the whole fleet: every
 // interval it computes the fleet limiter's grants (lifecycle.Limit, per
@@ -155,7 +124,7 @@ func (f *fleetRunnable) grant(ctx context.Context, now time.Time) {
 		}
 		lo = hi
 	}
-	granted := r.grants.replace(fail)
+	granted := r.grants.Replace(fail)
 	for _, m := range f.machs {
 		if !granted[m.UID] {
 			continue

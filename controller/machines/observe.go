@@ -103,7 +103,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 		in.Problem = lifecycle.ProblemInvalidMachine
 		r.instanceInUse(p)
 	}
-	in.Grant = r.grants.of(p.m.UID)
+	in.Grant = r.grants.Of(p.m.UID)
 	if in.Problem == lifecycle.ProblemNone {
 		in.Problem = r.classOf(ctx, p).problem
 	}

@@ -161,7 +161,7 @@ func newReconciler(c client.Client, reader client.Reader, opts Options) (*Reconc
 		fromAPIServer: opts.ReadFromAPIServer,
 		callTimeout:   orDefault(opts.CallTimeout, 30*time.Second),
 		writes:        newOwnWrites(),
-		grants:        &grants{},
+		grants:        &kubeshell.Grants{},
 	}
 	r.workers.New = func() any { return &worker{} }
 	if r.now == nil {

@@ -93,7 +93,7 @@ type Reconciler struct {
 
 	nodes   kubeshell.Nodes // reads nodes and pods from the API server, writes them
 	writes  *ownWrites
-	grants  *grants
+	grants  *kubeshell.Grants
 	workers sync.Pool     // of *worker
 	repeats repeatLimiter // repeated reports of a machine (events.go)
 }

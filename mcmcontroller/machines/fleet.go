@@ -30,36 +30,6 @@ func (r *Reconciler) FleetPass(ctx context.Context, now time.Time, collectOrphan
 	r.fleet.runAt(ctx, now, collectOrphans)
 }
 
-// grants holds the fleet limiter's grants of the last fleet pass, by
-// machine UID: the machines that may be marked Failed. A pass reads its
-// machine's grant at every step. It is safe for concurrent use.
-type grants struct {
-	mu   sync.RWMutex
-	fail map[types.UID]bool
-}
-
-// of returns the machine's grant.
-func (g *grants) of(uid types.UID) lifecycle.Grant {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return lifecycle.Grant{Fail: g.fail[uid]}
-}
-
-// replace makes fail the grants, and returns those granted now that were
-// not before.
-func (g *grants) replace(fail map[types.UID]bool) []types.UID {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var granted []types.UID
-	for uid := range fail {
-		if !g.fail[uid] {
-			granted = append(granted, uid)
-		}
-	}
-	g.fail = fail
-	return granted
-}
-
 // fleet is the leader's periodic pass over the namespace's machines: every
 // Options.FleetInterval it computes the fleet limiter's grants
 // (lifecycle.Limit, each machine's owner derived as Options.Owner says),
@@ -164,12 +134,12 @@ func (f *fleet) grant(ctx context.Context, now time.Time) {
 			fail[f.machs[i].UID] = true
 		}
 	}
-	granted := r.grants.replace(fail)
+	granted := r.grants.Replace(fail)
 	if f.enqueue == nil {
 		return
 	}
 	for _, m := range f.machs {
-		if !slices.Contains(granted, m.UID) {
+		if !granted[m.UID] {
 			continue
 		}
 		ev := event.GenericEvent{Object: &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}}

@@ -88,7 +88,7 @@ type Reconciler struct {
 	nodes    kubeshell.Nodes
 	checked  lifecycle.Checked
 	config   lifecycle.Config
-	grants   grants // the fleet pass's (fleet.go)
+	grants   kubeshell.Grants // the fleet pass's (fleet.go)
 	fleet    *fleet
 }
 

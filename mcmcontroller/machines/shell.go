@@ -58,7 +58,7 @@ func (p *pass) observe(ctx context.Context, st *lifecycle.Status, in *lifecycle.
 	if f := p.r.opts.Observer; f != nil {
 		in.Observer = f()
 	}
-	in.Grant = p.r.grants.of(p.m.UID)
+	in.Grant = p.r.grants.Of(p.m.UID)
 	in.Problem = p.classOf(ctx).problem
 	if p.r.noTarget {
 		return
