@@ -53,6 +53,13 @@ func (x *decider) delete() {
 	if !st.Stage.deleting() {
 		x.resumeDeletion()
 	}
+	if x.in.Outcome == nil {
+		// The token the change to Terminating deleted may be left: a
+		// crash or a failed write after the status was saved, or a
+		// machine adopted from a controller that leaves it. Deleted at
+		// each pass start while it exists, before the stage's effects.
+		x.dropToken()
+	}
 	x.deleteStage()
 }
 

@@ -486,3 +486,30 @@ func TestDeletionAtTheUnixEpochIsADeletion(t *testing.T) {
 	require.Equal(t, phase.Terminating, d.Status.Phase, d.String())
 	require.Equal(t, lifecycle.WaitDeletion, d.Wait.For, d.String())
 }
+
+// A bootstrap token that outlived the change to Terminating (its deletion
+// failed, or the pass crashed after the status was saved, or the machine
+// was adopted from a controller that leaves tokens) is deleted at the
+// start of each deletion pass while it exists, before the stage's own
+// effects, and not again within the pass.
+func TestDeletionDeletesATokenLeftBehind(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	for _, in := range []lifecycle.Input{
+		terminating(lifecycle.StageGetVMStatus, 0, lastop.DescTerminating)(),
+		terminating(lifecycle.StageDeleteVM, lifecycle.FlagDrainSucceeded, lastop.DescDrainSucceeded)(),
+		terminating(lifecycle.StageRemoveFinalizer, lifecycle.FlagDrainSucceeded|lifecycle.FlagTerminated, lastop.DescNodeDeleted)(),
+		terminating(lifecycle.StageNone, 0, lastop.DescInitiateDrain)(), // adopted
+	} {
+		without := step(t, cfg, in)
+		in.TokenExists = true
+		d := step(t, cfg, in)
+		require.Equal(t, without.Rule, d.Rule, "the token changes no decision")
+		require.Equal(t, append([]string{"delete-bootstrap-token machine-1"}, without.Lines()...), d.Lines())
+
+		// Within the pass, the next step does not ask again.
+		if without.Call.Method != driverapi.MethodNone {
+			next := step(t, cfg, then(in, d, driverapi.Result{Code: driverapi.OK}))
+			require.NotContains(t, next.Lines(), "delete-bootstrap-token machine-1")
+		}
+	}
+}

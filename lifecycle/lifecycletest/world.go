@@ -214,14 +214,17 @@ func (s *wState) metadataApplied() bool {
 
 // invariant returns what the state breaks of the world's promises: one
 // instance per incarnation, never another owner's, none left once gone or
-// once our finalizer is removed, and metadata never reported in sync while
-// the instance lacks a desired key.
+// once our finalizer is removed, no bootstrap token left once gone, and
+// metadata never reported in sync while the instance lacks a desired key.
 func (s *wState) invariant() string {
 	if s.inst.exists && s.inst.owner != wUID && s.inst.owner != "" {
 		return fmt.Sprintf("an instance of another owner was made: %+v", s.inst)
 	}
 	if s.gone && s.inst.exists {
 		return "the machine is gone, its instance is left"
+	}
+	if s.gone && s.token {
+		return "the machine is gone, its bootstrap token is left"
 	}
 	if !s.obj.DeletionTime.IsZero() && !s.obj.Finalizer && s.st.Stage == lifecycle.StageRemoveFinalizer && s.inst.exists {
 		return "our finalizer is removed, the instance is left"
