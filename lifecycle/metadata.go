@@ -23,9 +23,15 @@ import (
 // (Status.Metadata holds only those): a key dropped from the desired set is
 // removed from the instance; keys the provider adds itself are left alone.
 
-// metadata runs the metadata sub-flow of a Running machine.
+// metadata runs the metadata sub-flow of a Running machine. With nothing
+// to keep on the instance (no key desired or managed, owners not
+// verified) it asks nothing: an observation could change nothing.
 func (x *decider) metadata() {
 	st := x.st
+	if len(x.in.Object.Metadata) == 0 && len(st.Metadata) == 0 && !x.cfg.VerifyOwner &&
+		!st.Flags.Has(FlagMetadataUnverified) {
+		return
+	}
 	stale := st.MetadataObserved == 0 || st.MetadataObserved > x.now ||
 		x.now.Sub(st.MetadataObserved) >= retry.Long || st.Flags.Has(FlagMetadataUnverified)
 	if x.metadataHold() {

@@ -144,6 +144,32 @@ func TestVerifyOwnerOff(t *testing.T) {
 	require.Equal(t, lifecycle.RuleMetadataPatch, step(t, cfg, in).Rule)
 }
 
+// With nothing to keep on the instance (no key desired, none managed, and
+// owners not verified) a Running machine asks the provider nothing, never
+// observed or long ago: an observation could change nothing. MCM asks a
+// Running machine's provider nothing either.
+func TestNothingToKeepAsksNothing(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.VerifyOwner = false
+	in := runningInput()
+	in.Status.OwnerUID = ""
+	for _, seen := range []lifecycle.Stamp{0, lifecycle.StampOf(in.Now.Add(-2 * retry.Long))} {
+		in.Status.MetadataObserved = seen
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleHealthy, d.Rule)
+		require.Empty(t, d.Lines())
+		require.True(t, lifecycle.MemberOf(&cfg, &in).MetadataInSync())
+	}
+	// A key desired, a key managed, or owners verified: observed.
+	in.Object.Metadata = map[string]string{"team": "a"}
+	require.Equal(t, lifecycle.RuleMetadataObserve, step(t, cfg, in).Rule)
+	in.Object.Metadata, in.Status.Metadata = nil, map[string]string{"team": "a"}
+	require.Equal(t, lifecycle.RuleMetadataObserve, step(t, cfg, in).Rule)
+	in.Status.Metadata = nil
+	cfg.VerifyOwner = true
+	require.Equal(t, lifecycle.RuleMetadataObserve, step(t, cfg, in).Rule)
+}
+
 // Regression (found by TestPropertyMetadataNeverInSyncWhileAKeyDiffers): an
 // observation and a patch in the same pass share one Now; after a crash
 // right after the patch, a desired set that happens to equal the old
