@@ -22,8 +22,12 @@ import (
 // controllers' observations of the same step are compared with Diff;
 // Result and Err are recorded for reports only.
 type Observation struct {
-	// Step is the index of the step in its scenario.
+	// Step is the index of the step in its scenario, counting on past
+	// the last step for the reconciles that let the machine settle.
 	Step int
+	// Settle marks a reconcile after the scenario's steps, with the world
+	// left alone, for the machine to settle (see [Runner.Run]).
+	Settle bool
 	// Machine is the machine after the reconcile.
 	Machine MachineView
 	// Calls are the driver calls made during the reconcile, in order.

@@ -3,6 +3,7 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,8 +30,10 @@ type Runner struct {
 }
 
 // Run builds sc's world in a fresh namespace, runs its steps through ctl
-// and returns the observation of each reconcile. An error is one of the
-// world or of an action, never a controller's: those are observed.
+// and returns the observation of each reconcile: one per step, then those
+// of the reconciles that let the machine settle, marked Settle. An error
+// is one of the world or of an action, never a controller's: those are
+// observed.
 func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Observation, error) {
 	core, err := kubernetes.NewForConfig(r.Config)
 	if err != nil {
@@ -66,37 +69,76 @@ func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Obser
 		ignored = DefaultIgnoredAnnotations
 	}
 	n := &Normalizer{Namespace: e.Namespace, IgnoredAnnotations: ignored}
-	obs := make([]Observation, 0, len(sc.Steps))
+	obs := make([]Observation, 0, len(sc.Steps)+SettleReconciles)
 	for i, st := range sc.Steps {
 		for _, a := range st.Do {
 			if err := a.Do(ctx, e); err != nil {
 				return obs, fmt.Errorf("step %d: %s: %w", i, a.Name, err)
 			}
 		}
-		before, err := e.snapshot(ctx, n)
+		o, err := e.reconcile(ctx, n, i)
 		if err != nil {
 			return obs, err
 		}
-		calls := len(e.Driver.Calls())
-		res, rerr := ctl.Reconcile(ctx, e.Machine, time.Now())
-		after, err := e.snapshot(ctx, n)
+		obs = append(obs, o)
+	}
+	// The world is left alone and the machine reconciled until it
+	// settles: gone, or a reconcile that neither calls the driver nor
+	// writes and asks to be reconciled only after a Long period (or never).
+	// After a reconcile that did nothing but wait, time moves on by the
+	// period it asked, so a retry one controller holds for its period is
+	// not taken for an end.
+	for i := range SettleReconciles {
+		last := obs[len(obs)-1]
+		quiet := len(last.Calls) == 0 && len(last.Writes) == 0
+		if last.Machine.Gone || quiet && (last.Result.Requeue <= 0 || last.Result.Requeue >= long) {
+			break
+		}
+		if quiet {
+			if err := e.Advance(ctx, last.Result.Requeue); err != nil {
+				return obs, fmt.Errorf("settling: %w", err)
+			}
+		}
+		o, err := e.reconcile(ctx, n, len(sc.Steps)+i)
 		if err != nil {
 			return obs, err
 		}
-		o := Observation{Step: i, Machine: machineView(after, e.Machine), Calls: callViews(e.Driver.Calls()[calls:], n),
-			Writes: writes(before, after), Result: res}
-		if rerr != nil {
-			o.Err = n.Text(rerr.Error())
-		}
+		o.Settle = true
 		obs = append(obs, o)
 	}
 	return obs, nil
 }
 
+// SettleReconciles is the most reconciles [Runner.Run] adds after a
+// scenario's steps for the machine to settle.
+const SettleReconciles = 10
+
+// reconcile has the controller reconcile the machine once and observes
+// the reconcile as step i.
+func (e *Env) reconcile(ctx context.Context, n *Normalizer, i int) (Observation, error) {
+	before, err := e.snapshot(ctx, n)
+	if err != nil {
+		return Observation{}, err
+	}
+	calls := len(e.Driver.Calls())
+	res, rerr := e.ctl.Reconcile(ctx, e.Machine, time.Now())
+	after, err := e.snapshot(ctx, n)
+	if err != nil {
+		return Observation{}, err
+	}
+	o := Observation{Step: i, Machine: machineView(after, e.Machine), Calls: callViews(e.Driver.Calls()[calls:], n),
+		Writes: writes(before, after), Result: res}
+	if rerr != nil {
+		o.Err = n.Text(rerr.Error())
+	}
+	return o, nil
+}
+
 // Differential runs sc through the reference controller (MCM's) and the
 // controller under test, each in a world of its own, and compares their
-// observations (Compare). It returns the differences refused and accepted,
-// and the observations of both runs, for reports.
+// observations step by step (Compare) and where they end (CompareEnds).
+// It returns the differences refused and accepted, and the observations of
+// both runs, for reports.
 func (r *Runner) Differential(ctx context.Context, ref, under Controller, sc *Scenario) (refused, accepted []string,
 	refObs, underObs []Observation, err error) {
 	refObs, err = r.Run(ctx, ref, sc)
@@ -108,7 +150,8 @@ func (r *Runner) Differential(ctx context.Context, ref, under Controller, sc *Sc
 		return nil, nil, refObs, underObs, fmt.Errorf("%s: %w", under.Name(), err)
 	}
 	refused, accepted = Compare(sc, refObs, underObs)
-	return refused, accepted, refObs, underObs, nil
+	r2, a2 := CompareEnds(sc, refObs, underObs)
+	return append(refused, r2...), append(accepted, a2...), refObs, underObs, nil
 }
 
 // clearCluster deletes what scenarios leave cluster-wide: the refusals of
@@ -169,8 +212,10 @@ func (st *Step) Failed(o *Observation) []string {
 // Compare compares two controllers' observations of sc, step by step, and
 // returns the differences it does not accept and those it accepts because
 // a deviation of sc covers their step. A run cut short is a difference no
-// deviation accepts.
+// deviation accepts. The reconciles that let the machine settle after the
+// steps are left to [CompareEnds].
 func Compare(sc *Scenario, a, b []Observation) (refused, accepted []string) {
+	a, b = steps(a), steps(b)
 	first := -1
 	for i := 0; i < max(len(a), len(b)); i++ {
 		if i >= len(a) || i >= len(b) {
@@ -192,6 +237,57 @@ func Compare(sc *Scenario, a, b []Observation) (refused, accepted []string) {
 			} else {
 				refused = append(refused, line)
 			}
+		}
+	}
+	return refused, accepted
+}
+
+// steps returns the observations of a scenario's steps, without those of
+// the reconciles that let the machine settle.
+func steps(obs []Observation) []Observation {
+	for i := range obs {
+		if obs[i].Settle {
+			return obs[:i]
+		}
+	}
+	return obs
+}
+
+// CompareEnds compares where two controllers' runs of sc end, once the
+// machine settled, whatever the deviations of its steps: the machine after
+// the last reconcile, and all the driver calls of the run, in order. A
+// difference is accepted only by a deviation of sc at step [End].
+func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) {
+	if len(a) == 0 || len(b) == 0 {
+		return nil, nil
+	}
+	last := func(o *Observation) *Observation { return &Observation{Machine: o.Machine} }
+	diffs := Diff(last(&a[len(a)-1]), last(&b[len(b)-1]))
+	calls := func(obs []Observation) []string {
+		var cs []string
+		for _, o := range obs {
+			for _, c := range o.Calls {
+				cs = append(cs, c.String())
+			}
+		}
+		return cs
+	}
+	if ca, cb := calls(a), calls(b); !slices.Equal(ca, cb) {
+		diffs = append(diffs, fmt.Sprintf("all driver calls: %v | %v", ca, cb))
+	}
+	var dev Deviation
+	ok := false
+	for _, d := range sc.Deviations {
+		if d.Step == End {
+			dev, ok = d, true
+		}
+	}
+	for _, line := range diffs {
+		line = fmt.Sprintf("%s end: %s", sc.Name, line)
+		if ok {
+			accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
+		} else {
+			refused = append(refused, line)
 		}
 	}
 	return refused, accepted

@@ -194,13 +194,27 @@ func Advance(d time.Duration) Action {
 // project named in that deviation's section, which checks it.
 type Deviation struct {
 	// Step is the index of the step whose reconcile differs; -1 for every
-	// step from the first that differs on.
+	// step from the first that differs on; [End] for where the runs end,
+	// once the machine settled.
 	Step int
 	// Heading starts the heading of the deviation's section.
 	Heading string
 	// Test names the test that checks the deviation.
 	Test string
 }
+
+// step returns step i of sc, or an empty step for a reconcile after the
+// steps that lets the machine settle.
+func (sc *Scenario) step(i int) *Step {
+	if i < len(sc.Steps) {
+		return &sc.Steps[i]
+	}
+	return &Step{}
+}
+
+// End is the Step of a [Deviation] that accepts differences where the two
+// runs end (see [CompareEnds]).
+const End = -2
 
 // condString renders conditions briefly, for action names.
 func condString(cs []corev1.NodeCondition) string {
