@@ -2,6 +2,7 @@ package kubeshell
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -47,9 +48,14 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 			return len(n.Spec.Taints) != before
 		})
 	case lifecycle.KindSetNodeCondition:
-		return ns.Update(ctx, e.Node, true, true, func(n *corev1.Node) bool {
+		w, err := ns.Update(ctx, e.Node, true, true, func(n *corev1.Node) bool {
 			return SetCondition(n, corev1.NodeConditionType(e.Key), e.Value, lifecycle.ConditionMessage(e.Value), now)
 		})
+		if err != nil {
+			// MCM's words for it, which the drain's failure quotes.
+			err = fmt.Errorf("failed to create/update conditions on node %q: %w", e.Node, err)
+		}
+		return w, err
 	case lifecycle.KindCordon:
 		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
 			changed := !n.Spec.Unschedulable

@@ -2,6 +2,7 @@ package kubeshell
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/purelifecycle/machine/lifecycle"
 )
@@ -100,6 +102,28 @@ func TestApplyNodeEffects(t *testing.T) {
 	}
 	if w, err := ns.Apply(ctx, &e, t0); w != lifecycle.WriteFailed || err == nil {
 		t.Fatalf("Apply of a drain: %s, %v", w, err)
+	}
+}
+
+// A refused condition write says so in MCM's words, which the drain's
+// failure quotes in the machine's last operation.
+func TestSetConditionRefusedInMCMWords(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	c := fake.NewClientBuilder().WithObjects(n).WithStatusSubresource(&corev1.Node{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+				return errors.New(`nodes "n1" is forbidden`)
+			},
+			SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return errors.New(`nodes "n1" is forbidden`)
+			},
+		}).Build()
+	ns := Nodes{Reader: c, Writer: c}
+	_, err := ns.Apply(context.Background(), &lifecycle.Effect{Kind: lifecycle.KindSetNodeCondition, Node: "n1",
+		Key: "Terminating", Value: lifecycle.ReasonScaleDown}, t0)
+	want := `failed to create/update conditions on node "n1": nodes "n1" is forbidden`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
 	}
 }
 

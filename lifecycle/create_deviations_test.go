@@ -424,3 +424,31 @@ func TestNewIncarnationWaitsForItsPredecessor(t *testing.T) {
 		require.Equal(t, driverapi.MethodGetStatus, d.Call.Method, d.String())
 	})
 }
+
+// MCM makes (or renews) the bootstrap token at the start of every creation
+// pass, before its lookup, so a pass whose lookup fails or finds the
+// instance leaves a token made for nothing. The lifecycle ensures the token
+// in the decision that asks CreateMachine, right before the call.
+func TestDeviationTokenOnlyForCreateMachine(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	in := newInput()
+	lookup := step(t, cfg, in)
+	require.Equal(t, lifecycle.RuleCreateLookup, lookup.Rule)
+	for _, l := range lookup.Lines() {
+		require.NotContains(t, l, "bootstrap-token", "no token for the lookup")
+	}
+	// A lookup that fails or finds the instance makes none.
+	for _, r := range []driverapi.Result{fail(driverapi.Internal, "boom"), undecodable("proxy says no"), ok(providerID, nodeName)} {
+		d := step(t, cfg, then(in, lookup, r))
+		for _, l := range d.Lines() {
+			require.NotContains(t, l, "bootstrap-token", "no token after %s", d.Rule)
+		}
+	}
+	// NotFound: the token comes right before CreateMachine.
+	d := step(t, cfg, then(in, lookup, notFound))
+	lines := d.Lines()
+	require.Equal(t, lifecycle.RuleCreateVMNotFound, d.Rule)
+	require.GreaterOrEqual(t, len(lines), 2)
+	require.Contains(t, lines[len(lines)-2], "ensure-bootstrap-token machine-1")
+	require.Contains(t, lines[len(lines)-1], "call CreateMachine")
+}

@@ -247,15 +247,17 @@ func TestCreationRowsPhaseB(t *testing.T) {
 			},
 		},
 		{
-			name:    "B5 InitializeMachine fails: CrashLoopBackOff with the initialization stage, Short",
-			in:      fresh,
-			results: afterCreate(fail(driverapi.Internal, "source/dest check")),
+			name: "B5 InitializeMachine fails: CrashLoopBackOff with the initialization stage, Short",
+			in:   fresh,
+			results: []driverapi.Result{notFound, withState(ok(providerID, nodeName), "created vm-1"),
+				fail(driverapi.Internal, "source/dest check")},
 			want: want{rule: lifecycle.RuleCreateInitFailed, phase: phase.CrashLoopBackOff, period: retry.Short, changed: true,
 				op:      clbo("Internal", "Provider error: machine codes error: code = [Internal] message = [source/dest check]. Initialize VM Instance"),
 				effects: []string{"event Warning InitializeFailed (create.init-failed)"}},
 			check: func(t *testing.T, _ lifecycle.Input, d lifecycle.Decision) {
 				require.Equal(t, lastop.StepInitialize, d.Status.LastOp.Desc.Step())
 				require.Equal(t, lifecycle.StageInitializing, d.Status.Stage, "initialization is retried")
+				require.Equal(t, "created vm-1", d.Status.LastKnownState, "the state CreateMachine answered is kept (deviation: MCM writes none)")
 			},
 		},
 		{
@@ -379,4 +381,10 @@ func TestCreatedAtTheDesiredGeneration(t *testing.T) {
 	require.Equal(t, driverapi.MethodCreate, ds2[1].Call.Method)
 	require.Equal(t, int64(5), ds2[1].Call.Generation)
 	require.Equal(t, int64(5), ds2[1].Status.AppliedGeneration)
+}
+
+// withState is r answering the provider's opaque state lks.
+func withState(r driverapi.Result, lks string) driverapi.Result {
+	r.LastKnownState = lks
+	return r
 }

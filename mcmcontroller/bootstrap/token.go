@@ -14,7 +14,7 @@ import (
 
 // MachineUIDLabel labels a bootstrap token secret with the UID of the
 // machine it was made for.
-const MachineUIDLabel = "machine.purelifecycle.io/machine-uid"
+const MachineUIDLabel = "machine.purelifecycle.dev/machine-uid"
 
 // The keys of a bootstrap token secret's data that the API server's token
 // authenticator and the bootstrap signer read.

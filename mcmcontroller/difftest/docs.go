@@ -148,6 +148,8 @@ func CheckScenarios(scs []Scenario, rowsDoc, compatDoc string) ([]string, error)
 		for _, d := range sc.Deviations {
 			body, ok := sectionStarting(sections, d.Heading)
 			switch {
+			case d.Step < End || d.Step >= len(sc.Steps):
+				bad("deviation %q: no step %d", d.Heading, d.Step)
 			case !ok:
 				bad("deviation %q: no section of %s starts so", d.Heading, compatDoc)
 			case d.Test == "" || !strings.Contains(body, d.Test):

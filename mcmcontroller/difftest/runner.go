@@ -229,8 +229,8 @@ func Compare(sc *Scenario, a, b []Observation) (refused, accepted []string) {
 		if first < 0 {
 			first = i
 		}
-		dev, ok := sc.deviationAt(i, first)
 		for _, line := range d {
+			dev, ok := sc.deviationFor(i, first, line)
 			line = fmt.Sprintf("%s step %d: %s", sc.Name, i, line)
 			if ok {
 				accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
@@ -275,14 +275,8 @@ func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) 
 	if ca, cb := calls(a), calls(b); !slices.Equal(ca, cb) {
 		diffs = append(diffs, fmt.Sprintf("all driver calls: %v | %v", ca, cb))
 	}
-	var dev Deviation
-	ok := false
-	for _, d := range sc.Deviations {
-		if d.Step == End {
-			dev, ok = d, true
-		}
-	}
 	for _, line := range diffs {
+		dev, ok := sc.deviationFor(End, 0, line)
 		line = fmt.Sprintf("%s end: %s", sc.Name, line)
 		if ok {
 			accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
@@ -293,11 +287,12 @@ func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) 
 	return refused, accepted
 }
 
-// deviationAt returns the deviation that covers step i, first being the
-// first step that differed.
-func (sc *Scenario) deviationAt(i, first int) (Deviation, bool) {
+// deviationFor returns the deviation of sc that accepts the difference
+// line at step i (End for where the runs end), first being the first
+// step that differed.
+func (sc *Scenario) deviationFor(i, first int, line string) (Deviation, bool) {
 	for _, d := range sc.Deviations {
-		if d.Step == i || (d.Step == -1 && i >= first) {
+		if d.covers(i, first, line) {
 			return d, true
 		}
 	}

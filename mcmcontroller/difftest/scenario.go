@@ -3,6 +3,7 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
@@ -201,6 +202,15 @@ type Deviation struct {
 	Heading string
 	// Test names the test that checks the deviation.
 	Test string
+	// Only, when set, limits the deviation to the differences that start
+	// with it, such as "lastOperation.description" or "all driver calls".
+	Only string
+}
+
+// covers reports whether d accepts the difference line at step i, first
+// being the first step that differed.
+func (d *Deviation) covers(i, first int, line string) bool {
+	return (d.Step == i || d.Step == -1 && i >= first) && strings.HasPrefix(line, d.Only)
 }
 
 // step returns step i of sc, or an empty step for a reconcile after the

@@ -77,6 +77,38 @@ func TestCompareRefusesAWrongDescription(t *testing.T) {
 	}
 }
 
+// A deviation limited to a field accepts only differences of that field;
+// one at step End accepts only differences where the runs end, which the
+// reconciles that let the machine settle decide.
+func TestDeviationsByFieldAndAtTheEnd(t *testing.T) {
+	sc := &Scenario{Name: "s", Steps: make([]Step, 1)}
+	a := []Observation{observation("x"), observation("y")}
+	b := []Observation{observation("x"), observation("z")}
+	a[1].Settle, b[1].Settle = true, true
+	b[0].Machine.Phase = "Failed"
+	b[0].Machine.Op.ErrorCode = "Internal"
+	sc.Deviations = []Deviation{{Step: 0, Heading: "h", Test: "T", Only: "phase"}}
+	refused, accepted := Compare(sc, a, b)
+	if len(refused) != 1 || !strings.Contains(refused[0], "errorCode") || len(accepted) != 1 {
+		t.Fatalf("refused %q accepted %q", refused, accepted)
+	}
+	// The settling reconciles are not compared step by step; the end is.
+	if refused, _ := CompareEnds(sc, a, b); len(refused) != 1 || !strings.Contains(refused[0], "s end: lastOperation.description") {
+		t.Fatalf("ends: refused %q", refused)
+	}
+	sc.Deviations = []Deviation{{Step: -1, Heading: "h", Test: "T"}}
+	if refused, _ := CompareEnds(sc, a, b); len(refused) != 1 {
+		t.Fatalf("a deviation of every step accepted the end: %q", refused)
+	}
+	sc.Deviations = []Deviation{{Step: End, Heading: "h", Test: "T", Only: "lastOperation.description"}}
+	if refused, accepted := CompareEnds(sc, a, b); len(refused) != 0 || len(accepted) != 1 {
+		t.Fatalf("ends: refused %q accepted %q", refused, accepted)
+	}
+	if refused, _ := Compare(sc, a, b); len(refused) != 2 {
+		t.Fatalf("a deviation at the end accepted a step: %q", refused)
+	}
+}
+
 // Diff names every field the test compares.
 func TestDiffNamesEachField(t *testing.T) {
 	a, b := observation("d"), observation("d")

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/purelifecycle/machine/mcmcontroller/bootstrap"
 	"github.com/purelifecycle/machine/mcmcontroller/mcmfake"
 )
 
@@ -24,8 +25,82 @@ func Scenarios() []Scenario {
 		if d, ok := passGoesOn[out[i].Name]; ok {
 			out[i].Deviations = append(out[i].Deviations, d)
 		}
+		out[i].Deviations = append(out[i].Deviations, more[out[i].Name]...)
+		out[i].Deviations = append(out[i].Deviations, everywhere...)
 	}
 	return out
+}
+
+// everywhere are the deviations every scenario accepts, each limited to
+// the writes it explains: the label of the drop-in's bootstrap token, the
+// token MCM makes before a lookup that then fails, and the record of the
+// node template the drop-in writes in a pass where MCM's reconcile ends
+// before its node-template sync.
+var everywhere = []Deviation{
+	{Step: -1, Heading: "A bootstrap token per machine UID", Test: "TestMachineRunsAsUnderMCM",
+		Only: "write only by the second: secret kube-system/bootstrap-token-<id>: metadata.labels." + bootstrap.MachineUIDLabel},
+	{Step: -1, Heading: "The bootstrap token is made for CreateMachine only", Test: "TestDeviationTokenOnlyForCreateMachine",
+		Only: "write only by the first: secret kube-system/bootstrap-token-<id>"},
+	{Step: -1, Heading: "The node template is synced after every pass", Test: "TestMachineRunsAsUnderMCM",
+		Only: "write only by the second: node node-1: metadata.annotations." + lastAppliedALT},
+}
+
+// lastAppliedALT is MCM's record on a node of the node template it applied.
+const lastAppliedALT = "node.machine.sapcloud.io/last-applied-anno-labels-taints"
+
+// more names the deviations of scenarios beyond those of their steps'
+// rows: mostly where the two runs end, once the machine settled.
+var more = map[string][]Deviation{
+	// MCM moves a machine to Pending one pass after it initialized the
+	// instance, asking GetMachineStatus once more.
+	"adopt-found-instance":       {pendingAtOnce},
+	"adopt-providerid-not-found": {pendingAtOnce},
+	"adopt-uninitialized":        {pendingAtOnce},
+	"create-internal":            {pendingAtOnce},
+	"create-resource-exhausted":  {pendingAtOnce},
+	"create-unavailable":         {pendingAtOnce},
+	"finalizer-first":            {pendingAtOnce},
+	"lookup-internal":            {pendingAtOnce},
+	"no-target-cluster":          {pendingAtOnce},
+	"create-to-running":          {pendingAtOnce, joinedText},
+	"init-fails": {
+		{Step: 1, Heading: "Pending in the pass that initialized the instance", Test: "TestCreationRowsPhaseB"},
+		{Step: 2, Heading: "Pending in the pass that initialized the instance", Test: "TestCreationRowsPhaseB"},
+		pendingAtOnce, createdState,
+	},
+	"init-not-found":   {pendingAtOnce, createdState},
+	"init-undecodable": {createdState},
+	// A failure that repeats: MCM asks again at each reconcile, the drop-in
+	// backs off, so their calls differ in number while the machine does
+	// not settle.
+	"create-undecodable":        {backsOff},
+	"delete-lookup-undecodable": {backsOff},
+	"delete-vm-undecodable":     {backsOff},
+	"class-without-finalizer": {
+		{Step: -1, Heading: "The class's finalizer is added by the pass", Test: "TestMachineDeletedAsUnderMCM"},
+		{Step: End, Heading: "The class's finalizer is added by the pass", Test: "TestMachineDeletedAsUnderMCM"},
+	},
+	"create-fails-after-timeout": {
+		{Step: -1, Heading: "The creation timeout applies in every phase before Running", Test: "TestCreationTimeoutWithoutIntentFailsAtOnce"},
+		{Step: End, Heading: "The creation timeout applies in every phase before Running", Test: "TestCreationTimeoutWithoutIntentFailsAtOnce"},
+	},
+	"create-stale-node": {
+		{Step: End, Heading: "A stale-node instance is deleted until the provider confirms it", Test: "TestDeviationStaleInstanceDeletedUntilConfirmed",
+			Only: "lastOperation.description"},
+		{Step: End, Heading: "Only a machine being created creates", Test: "TestFailedMachineNeverCreates"},
+	},
+	"failed-without-instance-creates": {{Step: End, Heading: "Only a machine being created creates", Test: "TestFailedMachineNeverCreates"}},
+	"crashloop-node-healthy-runs": {
+		{Step: End, Heading: "No Running before initialization", Test: "TestDeviationNoRunningBeforeInitialization", Only: "all driver calls"},
+		joinedText,
+	},
+	"node-missing-no-conditions": {{Step: End, Heading: "Health is never decided without evidence", Test: "TestHealthWithoutEvidence"}},
+	"node-missing-to-failed":     {{Step: End, Heading: "Marking Failed asks the provider first", Test: "TestHealthRows"}},
+	"unknown-to-failed":          {{Step: End, Heading: "Marking Failed asks the provider first", Test: "TestHealthRows"}},
+	// The drop-in writes the record of the node template in the first
+	// reconcile, MCM in the second.
+	"pending-critical-taint": {{Step: 1, Heading: "The node template is synced after every pass", Test: "TestMachineRunsAsUnderMCM",
+		Only: "write only by the first: node node-1: metadata.annotations." + lastAppliedALT}},
 }
 
 // passGoesOn names, for the scenarios in which the project's pass goes on
@@ -33,9 +108,9 @@ func Scenarios() []Scenario {
 // as many steps as the machine's state allows (up to
 // lifecycle.MaxStepsPerPass), where MCM returns after one. From the first
 // reconcile that differs on, the project's controller is ahead of MCM's,
-// so every later reconcile differs; the scenario's end must still agree
-// (the differential test compares the last observations and all the
-// driver calls of the two runs whatever the deviations).
+// so every later reconcile differs; where the two runs end, once the
+// machine settled, must still agree (CompareEnds), unless a deviation at
+// End says otherwise.
 var passGoesOn = map[string]Deviation{
 	"finalizer-first":                finalizerSamePass,
 	"create-to-running":              finalizerSamePass,
@@ -62,12 +137,31 @@ var passGoesOn = map[string]Deviation{
 	"delete-vm-not-found":            stageGoesOn,
 	"delete-node-without-label":      stageGoesOn,
 	"delete-node-missing":            stageGoesOn,
+	"delete-node-refused":            stageGoesOn,
+	"drain-condition-refused":        stageGoesOn,
 }
 
 // The deviations of a pass that goes on.
 var (
 	finalizerSamePass = Deviation{Step: -1, Heading: "The finalizer is added in the same pass", Test: "TestDispatchRows"}
 	stageGoesOn       = Deviation{Step: -1, Heading: "A stage that advances goes straight on", Test: "TestDeletionHappyPathAllocatesNothing"}
+)
+
+// Deviations of several scenarios.
+var (
+	// pendingAtOnce: MCM asked GetMachineStatus once more.
+	pendingAtOnce = Deviation{Step: End, Heading: "Pending in the pass that initialized the instance", Test: "TestCreationRowsPhaseB",
+		Only: "all driver calls"}
+	// joinedText: v0.62.1's H3 text has no elapsed time.
+	joinedText = Deviation{Step: End, Heading: "Where MCM v0.62.1 differs from the rows", Test: "TestJoinedRendersMCMText",
+		Only: "lastOperation.description"}
+	// createdState: the state CreateMachine answered is kept when the
+	// initialization fails.
+	createdState = Deviation{Step: 0, Heading: "LastKnownState is never cleared by an error path", Test: "TestCreationRowsPhaseB",
+		Only: "write only by the second: machine " + machineName + ": status.lastKnownState"}
+	// backsOff: a failure that repeats is asked again after backoff.
+	backsOff = Deviation{Step: End, Heading: "Backoff from the second consecutive failure", Test: "TestDeviationBackoffFromTheSecondFailure",
+		Only: "all driver calls"}
 )
 
 // MCM's retry periods (machineutils.RetryPeriod).
@@ -127,6 +221,7 @@ func newMachine() v1alpha1.Machine {
 func machineAt(p v1alpha1.MachinePhase, op v1alpha1.LastOperation, n int, cs ...corev1.NodeCondition) v1alpha1.Machine {
 	m := newMachine()
 	m.Status.CurrentStatus.Phase = p
+	m.Status.CurrentStatus.TimeoutActive = p == pending // as MCM leaves a Pending machine (B8)
 	m.Status.LastOperation = op
 	m.Status.Conditions = cs
 	if n > 0 {

@@ -190,7 +190,7 @@ func creationScenarios() []Scenario {
 				{Do: do(FailNext(mInit, codes.Internal)), Rows: rows("A6", "B2", "B5"), Want: want(Calls(mGet, mCreate, mInit),
 					Phase(crashLoop), Op(opCreate, stFailed), DescHas("Provider error: ", "Initialize VM Instance"), ErrorCode("Internal"),
 					Requeue(short))},
-				{Rows: rows("A8", "B6"), Want: want(Calls(mGet, mInit), Phase(crashLoop), Requeue(short))},
+				{Do: do(Advance(short)), Rows: rows("A8", "B6"), Want: want(Calls(mGet, mInit), Phase(crashLoop), Requeue(short))},
 				{Rows: rows("A10", "B8"), Want: want(Calls(mGet), Phase(pending), Requeue(short))},
 			},
 		}, {

@@ -171,7 +171,7 @@ func deletionScenarios() []Scenario {
 				{Do: do(DenyNode(NodeName(1), "nodes/status", admissionv1.Update)), Rows: rows("X5", "S2b"), Want: want(Op(opDelete, stFailed),
 					DescHas("Drain failed due to failure in update of node conditions - ", denyMessage, "Will retry in next sync. "+markDrain),
 					NoWrites("node "), Calls(), Requeue(short))},
-				{Do: do(AllowNodes()), Rows: rows("X5", "S2f"), Want: want(Op(opDelete, stProcessing), Desc("Drain successful. "+markVMDeletion),
+				{Do: do(AllowNodes(), Advance(short)), Rows: rows("X5", "S2f"), Want: want(Op(opDelete, stProcessing), Desc("Drain successful. "+markVMDeletion),
 					Wrote("node node-1: spec.unschedulable"), Requeue(short))},
 			},
 		}, {
@@ -218,7 +218,7 @@ func deletionScenarios() []Scenario {
 				{Do: do(DenyNode(NodeName(1), "nodes", admissionv1.Delete)), Rows: rows("X8", "S5g"), Want: want(Op(opDelete, stFailed),
 					DescHas(`Deletion of Node Object "node-1" failed due to error: `, denyMessage, markNodeDeletion),
 					Wrote("node node-1: metadata.finalizers[0]: -"), Requeue(short))},
-				{Do: do(AllowNodes()), Rows: rows("X8", "S5e"), Want: want(Op(opDelete, stProcessing), Wrote("node node-1: deleted"), Requeue(short))},
+				{Do: do(AllowNodes(), Advance(short)), Rows: rows("X8", "S5e"), Want: want(Op(opDelete, stProcessing), Wrote("node node-1: deleted"), Requeue(short))},
 			},
 		}, {
 			Name: "delete-node-missing", Rows: rows("X8", "S5b"),
