@@ -70,12 +70,13 @@
 // limiter's grants) and one pass of the named machine at now, and returns
 // once its writes and calls are done; it implements [Backdater] to move
 // the stamps of its state annotation back with MCM's.
-// TestDropInAgainstMCM runs every scenario through both
-// ([Runner.Differential]), and compares where the two runs end (the last
-// machine, all the driver calls) whatever the deviations; the differences
-// no deviation of a scenario accepts yet are listed in
-// testdata/dropin-differences.txt, and a difference not listed, or a
-// listed one no longer seen, fails it.
+// TestDropInAgainstMCM runs every scenario through both, reconcile by
+// reconcile (Compare), and, once the machine settled after the steps,
+// compares where the two runs end (CompareEnds: the last machine, all the
+// driver calls); a difference no deviation of the scenario accepts fails
+// it. TestHandoverBothWays hands the machine over after its first
+// reconcile ([Handover]), from the drop-in to MCM and back, and compares
+// where that run ends with MCM's own (CompareHandover).
 //
 // Not observed: events (MCM's are recorded by a fake recorder here), the
 // requeue a reconcile asks for (the project backs off and adds jitter by

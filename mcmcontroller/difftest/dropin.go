@@ -90,16 +90,17 @@ func (d *DropIn) Start(ctx context.Context, env *Env) error {
 	}
 	ctx, d.cancel = context.WithCancel(ctx)
 	go func() { _ = c.Start(ctx) }()
-	if !c.GetCache().WaitForCacheSync(ctx) {
-		return fmt.Errorf("the caches did not sync")
-	}
-	// Read once, so the informers the pass reads through exist before the
-	// first reconcile waits for them.
-	for _, l := range []client.ObjectList{&v1alpha1.MachineList{}, &v1alpha1.MachineClassList{}, &v1alpha1.MachineSetList{},
-		&corev1.NodeList{}, &storagev1.VolumeAttachmentList{}} {
-		if err := c.GetClient().List(ctx, l); err != nil {
+	// The informers the pass reads through, started together before the
+	// first reconcile waits for them (one by one, each would wait for its
+	// own sync).
+	for _, o := range []client.Object{&v1alpha1.Machine{}, &v1alpha1.MachineClass{}, &v1alpha1.MachineSet{},
+		&corev1.Node{}, &storagev1.VolumeAttachment{}} {
+		if _, err := c.GetCache().GetInformer(ctx, o, cache.BlockUntilSynced(false)); err != nil {
 			return err
 		}
+	}
+	if !c.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("the caches did not sync")
 	}
 	d.c = c
 	return nil

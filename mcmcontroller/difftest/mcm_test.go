@@ -262,7 +262,7 @@ func TestMCMScenarios(t *testing.T) {
 	for i := range scs {
 		sc := &scs[i]
 		t.Run(sc.Name, func(t *testing.T) {
-			obs, err := r.Run(context.Background(), &mcmController{}, sc)
+			obs := mcmRun(t, r, sc)
 			for j := range obs {
 				logObservation(t, sc.step(j), &obs[j])
 				if obs[j].Settle {
@@ -278,7 +278,6 @@ func TestMCMScenarios(t *testing.T) {
 					}
 				}
 			}
-			must(t, err)
 			again, err := r.Run(context.Background(), &mcmController{}, sc)
 			must(t, err)
 			alone := *sc

@@ -84,17 +84,19 @@ func (r *Runner) Run(ctx context.Context, ctl Controller, sc *Scenario) ([]Obser
 	}
 	// The world is left alone and the machine reconciled until it
 	// settles: gone, or a reconcile that neither calls the driver nor
-	// writes and asks to be reconciled only after a Long period (or never).
-	// After a reconcile that did nothing but wait, time moves on by the
-	// period it asked, so a retry one controller holds for its period is
-	// not taken for an end.
+	// writes (quiet) and asks to be reconciled only after a Long period
+	// (or never), or two quiet reconciles in a row. After a quiet
+	// reconcile time moves on by the period it asked, so a retry one
+	// controller holds for its period is not taken for an end, and a
+	// machine that waits for its world (a node that never comes) is.
+	quiet := func(o *Observation) bool { return len(o.Calls) == 0 && len(o.Writes) == 0 }
 	for i := range SettleReconciles {
-		last := obs[len(obs)-1]
-		quiet := len(last.Calls) == 0 && len(last.Writes) == 0
-		if last.Machine.Gone || quiet && (last.Result.Requeue <= 0 || last.Result.Requeue >= long) {
+		last := &obs[len(obs)-1]
+		if last.Machine.Gone || quiet(last) && (last.Result.Requeue <= 0 || last.Result.Requeue >= long) ||
+			i > 0 && quiet(last) && quiet(&obs[len(obs)-2]) {
 			break
 		}
-		if quiet {
+		if quiet(last) {
 			if err := e.Advance(ctx, last.Result.Requeue); err != nil {
 				return obs, fmt.Errorf("settling: %w", err)
 			}

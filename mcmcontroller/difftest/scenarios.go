@@ -73,7 +73,8 @@ var more = map[string][]Deviation{
 	// A failure that repeats: MCM asks again at each reconcile, the drop-in
 	// backs off, so their calls differ in number while the machine does
 	// not settle.
-	"create-undecodable":        {backsOff},
+	"create-undecodable": {backsOff, {Step: End, Heading: "Backoff from the second consecutive failure",
+		Test: "TestDeviationBackoffFromTheSecondFailure", Only: "CreateMachine calls"}},
 	"delete-lookup-undecodable": {backsOff},
 	"delete-vm-undecodable":     {backsOff},
 	"class-without-finalizer": {
