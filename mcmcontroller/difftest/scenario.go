@@ -127,6 +127,15 @@ func FailNext(m mcmfake.Method, cs ...Code) Action {
 	}}
 }
 
+// WithholdNodeName makes the next CreateMachine of the machine answer
+// without the node name (mcmfake.Driver.WithholdNodeName).
+func WithholdNodeName() Action {
+	return Action{Name: "CreateMachine answers no node name", Do: func(_ context.Context, e *Env) error {
+		e.Driver.WithholdNodeName(e.Machine, 1)
+		return nil
+	}}
+}
+
 // Hook installs h for the calls of m (mcmfake.Driver.SetHook); nil
 // removes it.
 func Hook(name string, m mcmfake.Method, h mcmfake.Hook) Action {

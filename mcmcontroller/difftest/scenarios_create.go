@@ -128,6 +128,14 @@ func creationScenarios() []Scenario {
 		},
 		createFails("create-resource-exhausted", "A2", codes.ResourceExhausted, long),
 		createFails("create-unavailable", "A3", codes.Unavailable, short),
+		{
+			// The instance is made, its answer names no node: MCM records
+			// nothing and asks again later, when its lookup finds it.
+			Name: "create-without-node-name", Rows: rows("A6", "B1"),
+			World: World{Machine: newMachine()},
+			Steps: []Step{{Do: do(WithholdNodeName()), Rows: rows("A6", "B1"), Want: want(Calls(mGet, mCreate), Phase(""),
+				ProviderIDIs(""), NoWrites("machine "), Requeue(medium))}},
+		},
 		createFails("create-internal", "A4", codes.Internal, medium),
 		{
 			Name: "create-undecodable", Rows: rows("A4"),

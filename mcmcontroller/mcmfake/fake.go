@@ -96,6 +96,9 @@ type Driver struct {
 	scripts   map[target][]codes.Code
 	hooks     map[Method]Hook
 	calls     []Call
+	// withheld counts, by machine name, the next CreateMachine answers
+	// that leave the node name out (WithholdNodeName).
+	withheld map[string]int
 }
 
 // New returns an empty cloud whose providerIDs are "fake:///zone-a/i-N" and
@@ -225,6 +228,10 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 		}
 		resp = &driver.CreateMachineResponse{ProviderID: i.ProviderID, NodeName: i.NodeName,
 			LastKnownState: "created " + i.ProviderID, Addresses: i.clone().Addresses}
+		if d.withheld[c.Machine] > 0 {
+			d.withheld[c.Machine]--
+			resp.NodeName = ""
+		}
 		return i.ProviderID, nil
 	})
 	if err != nil {

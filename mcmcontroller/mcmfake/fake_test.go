@@ -69,6 +69,20 @@ func TestCreateIsIdempotentPerMachineName(t *testing.T) {
 	}
 }
 
+// A withheld node name leaves the answer without it, the instance made
+// all the same, for as many calls as asked.
+func TestWithholdNodeName(t *testing.T) {
+	d := New()
+	d.WithholdNodeName("worker-1", 1)
+	a := create(t, d, "worker-1", "c")
+	if a.NodeName != "" || a.ProviderID == "" || len(d.Instances()) != 1 || d.Instances()[0].NodeName == "" {
+		t.Fatalf("answer %+v, instances %+v", a, d.Instances())
+	}
+	if again := create(t, d, "worker-1", "c"); again.NodeName == "" || again.ProviderID != a.ProviderID {
+		t.Fatalf("the second answer %+v", again)
+	}
+}
+
 func TestGetMachineStatusByProviderIDOrName(t *testing.T) {
 	d := New()
 	a := create(t, d, "worker-1", "c")

@@ -79,6 +79,19 @@ func (d *Driver) FailNext(m Method, machine string, cs ...codes.Code) {
 	d.scripts[t] = append(d.scripts[t], cs...)
 }
 
+// WithholdNodeName makes the next n CreateMachine calls of the named
+// machine make (or find) its instance as usual but answer without the
+// node name, as a provider that cannot name it yet does.
+func (d *Driver) WithholdNodeName(machine string, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.init()
+	if d.withheld == nil {
+		d.withheld = map[string]int{}
+	}
+	d.withheld[machine] += n
+}
+
 // SetHook installs h for every call of m that no queued code answers; a
 // nil h removes it.
 func (d *Driver) SetHook(m Method, h Hook) {
