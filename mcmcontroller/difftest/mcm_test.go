@@ -234,6 +234,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// step returns step i of sc, or an empty step for a reconcile after the
+// steps that lets the machine settle.
+func (sc *Scenario) step(i int) *Step {
+	if i < len(sc.Steps) {
+		return &sc.Steps[i]
+	}
+	return &Step{}
+}
+
 // logObservation writes one observation to t's log.
 func logObservation(t *testing.T, st *Step, o *Observation) {
 	t.Helper()

@@ -222,15 +222,6 @@ func (d *Deviation) covers(i, first int, line string) bool {
 	return (d.Step == i || d.Step == -1 && i >= first) && strings.HasPrefix(line, d.Only)
 }
 
-// step returns step i of sc, or an empty step for a reconcile after the
-// steps that lets the machine settle.
-func (sc *Scenario) step(i int) *Step {
-	if i < len(sc.Steps) {
-		return &sc.Steps[i]
-	}
-	return &Step{}
-}
-
 // End is the Step of a [Deviation] that accepts differences where the two
 // runs end (see [CompareEnds]).
 const End = -2
