@@ -28,8 +28,8 @@ import (
 // verified) it asks nothing: an observation could change nothing.
 func (x *decider) metadata() {
 	st := x.st
-	if len(x.in.Object.Metadata) == 0 && len(st.Metadata) == 0 && !x.cfg.VerifyOwner &&
-		!st.Flags.Has(FlagMetadataUnverified) {
+	if !x.cfg.VerifyOwner && !st.Flags.Has(FlagMetadataUnverified) &&
+		len(x.in.Object.Metadata) == 0 && len(st.Metadata) == 0 {
 		return
 	}
 	stale := st.MetadataObserved == 0 || st.MetadataObserved > x.now ||
