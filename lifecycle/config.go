@@ -47,6 +47,9 @@ type Config struct {
 	// maxReplacements = 1, MCM issue 688,
 	// https://github.com/gardener/machine-controller-manager/issues/688).
 	Replacements ReplacementLimit
+	// ZoneOutage holds back the marking as Failed of machines whose zone
+	// looks down as a whole; its zero value turns it off.
+	ZoneOutage ZoneOutage
 	// ForceDrainAfter forces the drain of a machine whose node has been
 	// NotReady, or ReadonlyFilesystem, for longer than this (MCM's
 	// hard-coded 5 minutes).
@@ -93,6 +96,31 @@ func DefaultConfig() Config {
 		EvictRetryInterval: 20 * time.Second,
 	}
 }
+
+// ZoneOutage is the limiter's meltdown protection per failure domain: when
+// at least Count of an owner's unhealthy machines (Unknown or
+// InPlaceUpdateFailed, not being deleted), and at least Percent of them,
+// are in one zone ([Node.Zone]), that zone looks down as a whole rather
+// than its machines broken one by one, and replacing them would only
+// move the outage's load onto new machines in the same zone. [Limit] then
+// grants none of that zone's machines its replacement until Hold after
+// the machine's health timeout; afterwards the normal limit applies.
+// Machines of the owner's other zones, and machines of no known zone, are
+// granted as usual. Count 0 turns it off.
+type ZoneOutage struct {
+	// Count is the least number of an owner's unhealthy machines in one
+	// zone that makes it look down; 0 turns the protection off.
+	Count int
+	// Percent is the least share, 0..100, of the owner's unhealthy machines
+	// in that zone.
+	Percent int
+	// Hold is how long past its health timeout a machine of such a zone is
+	// held at most.
+	Hold time.Duration
+}
+
+// on reports whether the protection is on.
+func (z ZoneOutage) on() bool { return z.Count > 0 }
 
 // ReplacementLimit is a maximum of machines in flight per owner: Count, or
 // Percent of the owner's machines (rounded up, at least one). Exactly one
@@ -183,6 +211,10 @@ func (c *Config) check(bad func(format string, args ...any)) {
 	}
 	if r := c.Replacements; (r.Count > 0) == (r.Percent > 0) || r.Count < 0 || r.Percent < 0 || r.Percent > 100 {
 		bad("Replacements must set exactly one of Count (>= 1) or Percent (1..100), got %+v", r)
+	}
+	if z := c.ZoneOutage; z.Count < 0 || z.Percent < 0 || z.Percent > 100 || z.Hold < 0 || z.Hold > MaxTimeout ||
+		z.Count > 0 && z.Hold == 0 || z.Count == 0 && (z.Percent != 0 || z.Hold != 0) {
+		bad("ZoneOutage must be zero, or set Count >= 1, Percent within 0..100 and Hold within 1ns..%v, got %+v", MaxTimeout, z)
 	}
 	for i, t := range c.NodeConditions {
 		if t == "" {

@@ -126,6 +126,10 @@ const (
 	// drained to go, until the drain is forced (its drain timeout) or,
 	// forced, until deletion goes on without them.
 	WaitDrain
+	// WaitZoneOutage: past the health timeout, held back because the
+	// machine's zone is in an outage (Config.ZoneOutage), until the hold
+	// ends.
+	WaitZoneOutage
 	waitCount
 )
 
@@ -158,6 +162,8 @@ func (w WaitFor) String() string {
 		return "predecessor"
 	case WaitDrain:
 		return "drain"
+	case WaitZoneOutage:
+		return "zone-outage"
 	}
 	return "unknown-wait"
 }

@@ -142,9 +142,13 @@ func ExampleLimit() {
 		memberOf("b", phase.Unknown, 15*time.Minute),
 		memberOf("c", phase.Running, time.Hour),
 	}
-	fmt.Println(lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet))
+	for i, g := range lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet) {
+		fmt.Println(i, g.Fail)
+	}
 	// Output:
-	// [{false} {true} {false}]
+	// 0 false
+	// 1 true
+	// 2 false
 }
 
 // Orphans: an instance no machine records, older than the creation

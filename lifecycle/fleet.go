@@ -51,6 +51,10 @@ type Member struct {
 	// healthTimeout, creationTimeout and drainTimeout are the machine's own
 	// timeouts (0: the Config's).
 	healthTimeout, creationTimeout, drainTimeout time.Duration
+	// zone is the zone of the machine's node, "" when unknown; held the
+	// hold of its zone's outage the input's grant carries (Grant.Held).
+	zone string
+	held Stamp
 }
 
 // MemberOf returns what the fleet functions read of the machine of in: its
@@ -73,6 +77,7 @@ func MemberOf(cfg *Config, in *Input) Member {
 		metadataInSync:       metadataInSync(cfg.VerifyOwner, o, st),
 		healthTimeout:        o.Overrides.HealthTimeout, creationTimeout: o.Overrides.CreationTimeout,
 		drainTimeout: o.Overrides.DrainTimeout,
+		zone:         in.Node.Zone, held: StampOf(in.Grant.Held),
 	}
 	if m.providerID == "" {
 		m.providerID = o.ProviderID

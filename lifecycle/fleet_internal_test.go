@@ -25,6 +25,8 @@ func TestMemberOfResolvesTheInput(t *testing.T) {
 		Observer:               Observer{Degraded: true, Since: at(8)},
 		PredecessorTerminating: true,
 		Problem:                ProblemClassUnavailable,
+		Node:                   Node{Name: "n-1", Zone: "zone-a"},
+		Grant:                  Grant{Held: at(9)},
 	}
 	want := Member{name: "m-1", uid: "uid-1", owner: "ms-1", providerID: "p-status",
 		phase: phase.Terminating, stage: StageDrain, flags: FlagTerminated | FlagGranted,
@@ -33,7 +35,7 @@ func TestMemberOfResolvesTheInput(t *testing.T) {
 		observerSince: StampOf(at(8)), deleting: true, finalizer: true, observerDegraded: true,
 		predecessorTerminating: true, disableHealthTimeout: true, updatePending: true, metadataInSync: true,
 		problem: ProblemClassUnavailable, healthTimeout: time.Minute, creationTimeout: 2 * time.Minute,
-		drainTimeout: 3 * time.Minute}
+		drainTimeout: 3 * time.Minute, zone: "zone-a", held: StampOf(at(9))}
 	if got := MemberOf(&cfg, &in); !reflect.DeepEqual(got, want) {
 		t.Fatalf("MemberOf:\n%+v\nwant\n%+v", got, want)
 	}

@@ -150,6 +150,10 @@ type Node struct {
 	Deleting bool
 	// VolumesAttached counts the node's status.volumesAttached.
 	VolumesAttached int
+	// Zone is the value of the node's [ZoneLabel] label, "" when it has
+	// none: the zone the fleet limiter counts the machine in
+	// ([Config.ZoneOutage]).
+	Zone string
 	// Pods counts the pods a drain of the node must remove: the pods bound
 	// to it other than DaemonSet and mirror pods, those already terminating
 	// included. A drain is done when none is left, so a shell fills it
@@ -299,6 +303,11 @@ type Grant struct {
 	// timeout to be marked Failed (after the provider is asked). A machine
 	// that already holds a grant (FlagGranted) keeps it while it may use it.
 	Fail bool
+	// Held, when set, says the machine's zone is in an outage
+	// ([Config.ZoneOutage]): the machine is not marked Failed before Held,
+	// and waits for it ([WaitZoneOutage]), never longer than the Config's
+	// hold past its health timeout.
+	Held time.Time
 }
 
 // Write is the result of an API write: persisting the status or carrying

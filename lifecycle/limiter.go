@@ -18,19 +18,29 @@ import (
 // Here it is a pure function over the fleet, linear in its size, keyed on the
 // owner, with a configurable limit.
 
+// unhealthy reports whether the member is unhealthy (Unknown or
+// InPlaceUpdateFailed) and not being deleted.
+func (m *Member) unhealthy() bool {
+	return !m.deleting && (m.phase == phase.Unknown || m.phase == phase.InPlaceUpdateFailed)
+}
+
 // eligible reports whether the member is unhealthy past its health
 // timeout (counted from the observer's recovery at the latest) and may be
 // marked Failed.
 func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
-	if m.deleting || m.disableHealthTimeout || m.phaseSince == 0 ||
-		(m.phase != phase.Unknown && m.phase != phase.InPlaceUpdateFailed) {
+	if !m.unhealthy() || m.disableHealthTimeout || m.phaseSince == 0 {
 		return false
 	}
-	timeout := cfg.HealthTimeout
+	return now.Sub(later(m.phaseSince, healthySince)) >= m.healthTimeoutOf(cfg)
+}
+
+// healthTimeoutOf returns the member's health timeout: its own, else the
+// Config's.
+func (m *Member) healthTimeoutOf(cfg *Config) time.Duration {
 	if m.healthTimeout > 0 {
-		timeout = m.healthTimeout
+		return m.healthTimeout
 	}
-	return now.Sub(later(m.phaseSince, healthySince)) >= timeout
+	return cfg.HealthTimeout
 }
 
 // inFlight reports whether the member counts against its owner's limit: it is
@@ -61,7 +71,9 @@ func (m *Member) inFlight(eligible bool) bool {
 // those in flight, keeps the grants machines hold while they may still use
 // them, and grants Unknown or InPlaceUpdateFailed machines past their health
 // timeout, oldest first, until Config.Replacements machines of the owner are
-// in flight. While the observer is degraded it grants nothing new.
+// in flight. While the observer is degraded it grants nothing new. With
+// Config.ZoneOutage on, the machines of a zone in an outage are not
+// granted until its hold ends: their grants carry the time (Grant.Held).
 //
 // The shell computes it once per fleet pass from a fleet that shows every
 // status the shell itself has saved (its own writes laid over a cache that
@@ -77,15 +89,30 @@ func (m *Member) inFlight(eligible bool) bool {
 func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) []Grant {
 	out = slices.Grow(out[:0], len(fleet))[:len(fleet)]
 	clear(out)
-	groups, candidates := tally(out, cfg, now, observer, fleet)
+	n := StampOf(now)
+	healthySince := StampOf(observer.Since)
+	if observer.Degraded {
+		healthySince = n // nothing is past its timeout while degraded
+	}
+	groups, candidates, zones := tally(out, cfg, n, healthySince, observer.Degraded, fleet)
+	if len(candidates) > 0 && cfg.ZoneOutage.on() {
+		candidates = holdZones(out, cfg, n, healthySince, fleet, groups, candidates, zones)
+	}
 	if len(candidates) > 0 {
 		grantOldest(out, cfg, fleet, groups, candidates)
 	}
 	return out
 }
 
-// ownerGroup counts an owner's machines and those of them in flight.
-type ownerGroup struct{ total, inFlight int }
+// ownerGroup counts an owner's machines, those of them in flight, and
+// (with Config.ZoneOutage on) those unhealthy.
+type ownerGroup struct{ total, inFlight, unhealthy int }
+
+// zoneKey names a zone of one owner's group.
+type zoneKey struct {
+	group int
+	zone  string
+}
 
 // candidate is a machine past its health timeout that has no grant yet:
 // its index in the fleet and its owner's group.
@@ -93,16 +120,14 @@ type candidate struct{ i, group int }
 
 // tally groups the fleet by owner, counting each owner's machines and
 // those in flight, renews the grant of every machine that holds one and is
-// still past its timeout (in out), and returns the groups and the machines
-// that ask for a grant (none while the observer is degraded).
-func tally(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []Member) ([]ownerGroup, []candidate) {
+// still past its timeout (in out), and returns the groups, the machines
+// that ask for a grant (none while the observer is degraded) and, with
+// Config.ZoneOutage on, the unhealthy machines of each owner's zones.
+func tally(out []Grant, cfg *Config, n, healthySince Stamp, degraded bool, fleet []Member) ([]ownerGroup, []candidate, map[zoneKey]int) {
 	index := make(map[string]int)
 	var groups []ownerGroup
-	n := StampOf(now)
-	healthySince := StampOf(observer.Since)
-	if observer.Degraded {
-		healthySince = n // nothing is past its timeout while degraded
-	}
+	var zones map[zoneKey]int
+	byZone := cfg.ZoneOutage.on()
 	var candidates []candidate
 	last, lastGi := "", -1
 	for i := range fleet {
@@ -124,14 +149,48 @@ func tally(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 		if m.inFlight(eligible) {
 			groups[gi].inFlight++
 		}
+		if byZone && m.unhealthy() {
+			groups[gi].unhealthy++
+			if m.zone != "" {
+				if zones == nil {
+					zones = make(map[zoneKey]int)
+				}
+				zones[zoneKey{gi, m.zone}]++
+			}
+		}
 		switch {
 		case eligible && m.flags.Has(FlagGranted):
 			out[i].Fail = true
-		case eligible && !observer.Degraded:
+		case eligible && !degraded:
 			candidates = append(candidates, candidate{i, gi})
 		}
 	}
-	return groups, candidates
+	return groups, candidates, zones
+}
+
+// holdZones holds back the candidates whose zone is in an outage for their
+// owner (Config.ZoneOutage) until Hold past their health timeout: their
+// grants say until when (Grant.Held), and they are taken out of the
+// candidates it returns. A machine already granted keeps its grant.
+func holdZones(out []Grant, cfg *Config, n, healthySince Stamp, fleet []Member, groups []ownerGroup,
+	candidates []candidate, zones map[zoneKey]int) []candidate {
+	z := &cfg.ZoneOutage
+	return slices.DeleteFunc(candidates, func(c candidate) bool {
+		m := &fleet[c.i]
+		if m.zone == "" {
+			return false
+		}
+		down := zones[zoneKey{c.group, m.zone}]
+		if down < z.Count || down*100 < z.Percent*groups[c.group].unhealthy {
+			return false
+		}
+		until := later(m.phaseSince, healthySince).Add(m.healthTimeoutOf(cfg) + z.Hold)
+		if n >= until {
+			return false
+		}
+		out[c.i].Held = until.Time()
+		return true
+	})
 }
 
 // grantOldest grants the candidates of each owner, oldest first (then by

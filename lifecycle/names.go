@@ -13,6 +13,9 @@ const (
 	NodeLabel = "node"
 	// MachineNameLabel is the node label that names the node's machine.
 	MachineNameLabel = "node.gardener.cloud/machine-name"
+	// ZoneLabel is the node label that names the node's zone, which the
+	// shell reads into [Node.Zone].
+	ZoneLabel = "topology.kubernetes.io/zone"
 	// PriorityAnnotation is the machine annotation MCM's MachineSet reads to
 	// choose machines to delete; creation sets it to [DefaultPriority] when empty.
 	PriorityAnnotation = "machinepriority.machine.sapcloud.io"

@@ -22,7 +22,8 @@ import (
 // else for its deletion (until the drain timeout while it is not drained). Any other machine waits for the observer while
 // it is degraded, for a problem to be fixed, and else by its phase: an
 // unhealthy machine for its recovery until its health timeout, then for
-// the limiter's grant, then (granted) for the provider's answer or the
+// the limiter's grant (or, its zone in an outage, for the hold its grant
+// carries to end), then (granted) for the provider's answer or the
 // retry time of a failed question; a machine being created for the retry
 // time of a failed step or its creation, a Pending one for its node, both
 // until the creation timeout; a Failed one for its replacement (or the
@@ -49,6 +50,9 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 		case deadline == 0 || now < deadline:
 			return Wait{For: WaitRecovery, Since: f.st.PhaseSince, Until: deadline}
 		case !f.st.Flags.Has(FlagGranted):
+			if until := zoneHold(cfg, &f.in.Grant, deadline); until > now {
+				return Wait{For: WaitZoneOutage, Since: deadline, Until: until}
+			}
 			return Wait{For: WaitGrant, Since: deadline}
 		case retry:
 			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
@@ -161,6 +165,16 @@ type waitFacts struct {
 	created, deleted, observed Stamp
 }
 
+// zoneHold returns until when a machine whose health deadline passed is
+// held back for its zone's outage: the time its grant g says, never later
+// than the Config's hold past the deadline; 0 when it is not held.
+func zoneHold(cfg *Config, g *Grant, deadline Stamp) Stamp {
+	if g.Fail || g.Held.IsZero() || !cfg.ZoneOutage.on() {
+		return 0
+	}
+	return sooner(StampOf(g.Held), deadline.Add(cfg.ZoneOutage.Hold))
+}
+
 // facts returns the member's wait facts, with st, o and in to hold the
 // status, object and input they point to. It writes only the fields the
 // rule reads, so a caller may reuse them from member to member.
@@ -171,6 +185,7 @@ func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
 	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.creationTimeout, m.healthTimeout, m.drainTimeout
 	o.Overrides.DisableHealthTimeout = m.disableHealthTimeout
 	in.Problem, in.Observer.Degraded, in.PredecessorTerminating = m.problem, m.observerDegraded, m.predecessorTerminating
+	in.Grant = Grant{Held: m.held.Time()}
 	var deleted Stamp // 0: not being deleted
 	if m.deleting {
 		deleted = m.deletionTime

@@ -46,6 +46,11 @@ func Configs() *rapid.Generator[lifecycle.Config] {
 		} else {
 			c.Replacements = lifecycle.ReplacementLimit{Count: rapid.IntRange(1, 5).Draw(t, "replacement count")}
 		}
+		if rapid.IntRange(0, 3).Draw(t, "zone outage") == 0 {
+			c.ZoneOutage = lifecycle.ZoneOutage{Count: rapid.IntRange(1, 4).Draw(t, "zone count"),
+				Percent: rapid.IntRange(0, 100).Draw(t, "zone percent"),
+				Hold:    time.Duration(rapid.IntRange(1, 60).Draw(t, "zone hold minutes")) * time.Minute}
+		}
 		return c
 	})
 }
@@ -163,6 +168,7 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 			// Deleted out of band: it has a deletionTimestamp, and
 			// finalizers may hold it a while.
 			Deleting: rapid.IntRange(0, 7).Draw(t, "node deleted") == 0,
+			Zone:     rapid.SampledFrom([]string{"", "zone-a"}).Draw(t, "zone"),
 		}
 		if rapid.Bool().Draw(t, "disk pressure") {
 			n.Conditions = append(n.Conditions, lifecycle.Condition{Type: "DiskPressure",
@@ -213,6 +219,10 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 			Problem:                lifecycle.Problem(rapid.OneOf(rapid.Just(0), rapid.IntRange(0, 5)).Draw(t, "problem")),
 			Grant:                  lifecycle.Grant{Fail: rapid.Bool().Draw(t, "grant")},
 			PredecessorTerminating: rapid.IntRange(0, 5).Draw(t, "predecessor terminating") == 0,
+		}
+		if !in.Grant.Fail && rapid.IntRange(0, 3).Draw(t, "zone held") == 0 {
+			// Held for its zone's outage, until before or after now.
+			in.Grant.Held = in.Now.Add(Durations().Draw(t, "held for") - Durations().Draw(t, "held since"))
 		}
 		in.Object.Metadata = Metadata().Draw(t, "desired metadata")
 		if rapid.IntRange(0, 3).Draw(t, "deleting") == 0 {
