@@ -10,31 +10,46 @@ import (
 
 // Grants holds the fleet limiter's grants of a controller's last fleet
 // pass (lifecycle.Limit), by machine UID: the machines that may be marked
-// Failed. A pass reads its machine's grant at every step. The zero Grants
-// grants nothing; it is safe for concurrent use.
+// Failed, and those held back for their zone's outage. A pass reads its
+// machine's grant at every step. The zero Grants grants nothing; it is
+// safe for concurrent use.
 type Grants struct {
-	mu   sync.RWMutex
-	fail map[types.UID]bool
+	mu     sync.RWMutex
+	grants map[types.UID]lifecycle.Grant
 }
 
 // Of returns the machine's grant.
 func (g *Grants) Of(uid types.UID) lifecycle.Grant {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return lifecycle.Grant{Fail: g.fail[uid]}
+	return g.grants[uid]
 }
 
-// Replace makes fail the grants, and returns those granted now that were
-// not before: their machines have new input, and are to be reconciled.
-func (g *Grants) Replace(fail map[types.UID]bool) (granted map[types.UID]bool) {
+// Replace makes grants the grants (machines without one are left out),
+// and returns those that may be marked Failed now and could not before:
+// their machines have new input, and are to be reconciled.
+func (g *Grants) Replace(grants map[types.UID]lifecycle.Grant) (granted map[types.UID]bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	granted = map[types.UID]bool{}
-	for uid := range fail {
-		if !g.fail[uid] {
+	for uid, gr := range grants {
+		if gr.Fail && !g.grants[uid].Fail {
 			granted[uid] = true
 		}
 	}
-	g.fail = fail
+	g.grants = grants
 	return granted
+}
+
+// GrantsOf returns out, the result of lifecycle.Limit over a fleet, by the
+// UID of each machine (uid(i) is that of the fleet's i-th), leaving out the
+// machines granted nothing.
+func GrantsOf(out []lifecycle.Grant, uid func(i int) types.UID) map[types.UID]lifecycle.Grant {
+	grants := map[types.UID]lifecycle.Grant{}
+	for i, g := range out {
+		if g.Fail || !g.Held.IsZero() {
+			grants[uid(i)] = g
+		}
+	}
+	return grants
 }

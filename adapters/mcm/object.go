@@ -126,6 +126,7 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 		Name:            n.Name,
 		ProviderID:      n.Spec.ProviderID,
 		MachineName:     n.Labels[lifecycle.MachineNameLabel],
+		Zone:            n.Labels[lifecycle.ZoneLabel],
 		Conditions:      conditions,
 		Deleting:        n.DeletionTimestamp != nil,
 		VolumesAttached: len(n.Status.VolumesAttached),

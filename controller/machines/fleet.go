@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,11 +98,26 @@ func (f *fleetRunnable) observe(ctx context.Context, now time.Time) error {
 			continue // left alone by its own reconcile
 		}
 		o, problem := objectOf(m)
-		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st, Problem: problem}))
+		node := cmp.Or(m.Status.Node, o.NodeLabel)
+		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st, Problem: problem,
+			Node: lifecycle.Node{Name: node, Zone: r.zoneOf(ctx, node)}}))
 		keep = append(keep, m)
 	}
 	f.machs = keep
 	return nil
+}
+
+// zoneOf returns the zone of the named node as the cache shows it (its
+// lifecycle.ZoneLabel), "" when it has none or cannot be read.
+func (r *Reconciler) zoneOf(ctx context.Context, node string) string {
+	if node == "" {
+		return ""
+	}
+	n := &corev1.Node{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return ""
+	}
+	return n.Labels[lifecycle.ZoneLabel]
 }
 
 // grant computes the grants, per namespace (as MCM limits each namespace's
@@ -110,21 +126,15 @@ func (f *fleetRunnable) observe(ctx context.Context, now time.Time) error {
 func (f *fleetRunnable) grant(ctx context.Context, now time.Time) {
 	r := f.r
 	f.out = slices.Grow(f.out[:0], len(f.members))[:len(f.members)]
-	fail := map[types.UID]bool{}
 	for lo := 0; lo < len(f.machs); {
 		hi := lo + 1
 		for hi < len(f.machs) && f.machs[hi].Namespace == f.machs[lo].Namespace {
 			hi++
 		}
 		lifecycle.Limit(f.out[lo:lo], &r.config, now, lifecycle.Observer{}, f.members[lo:hi])
-		for i := lo; i < hi; i++ {
-			if f.out[i].Fail {
-				fail[f.machs[i].UID] = true
-			}
-		}
 		lo = hi
 	}
-	granted := r.grants.Replace(fail)
+	granted := r.grants.Replace(kubeshell.GrantsOf(f.out, func(i int) types.UID { return f.machs[i].UID }))
 	for _, m := range f.machs {
 		if !granted[m.UID] {
 			continue

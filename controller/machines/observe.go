@@ -157,6 +157,7 @@ func nodeView(n *corev1.Node) lifecycle.Node {
 		Name:            n.Name,
 		ProviderID:      n.Spec.ProviderID,
 		MachineName:     n.Labels[lifecycle.MachineNameLabel],
+		Zone:            n.Labels[lifecycle.ZoneLabel],
 		Deleting:        n.DeletionTimestamp != nil,
 		VolumesAttached: len(n.Status.VolumesAttached),
 	}

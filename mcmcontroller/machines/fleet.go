@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,11 +102,26 @@ func (f *fleet) observe(ctx context.Context) error {
 		}
 		o := mcmadapter.ObjectFrom(m)
 		o.Owner = owner.Of(m, r.opts.Owner, r.machineSet(ctx))
-		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st}))
+		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st,
+			Node: lifecycle.Node{Name: o.NodeLabel, Zone: r.zoneOf(ctx, o.NodeLabel)}}))
 		keep = append(keep, m)
 	}
 	f.machs = keep
 	return nil
+}
+
+// zoneOf returns the zone of the named node as the target cluster's cache
+// shows it (its lifecycle.ZoneLabel), "" when it has none or cannot be
+// read.
+func (r *Reconciler) zoneOf(ctx context.Context, node string) string {
+	if node == "" || r.noTarget {
+		return ""
+	}
+	n := &corev1.Node{}
+	if err := r.c.Target.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return ""
+	}
+	return n.Labels[lifecycle.ZoneLabel]
 }
 
 // machineSet returns the cache's lookup of MachineSets for owner.Of.
@@ -128,13 +144,7 @@ func (f *fleet) grant(ctx context.Context, now time.Time) {
 		obs = r.opts.Observer()
 	}
 	f.out = lifecycle.Limit(f.out[:0], &r.config, now, obs, f.members)
-	fail := map[types.UID]bool{}
-	for i, g := range f.out {
-		if g.Fail {
-			fail[f.machs[i].UID] = true
-		}
-	}
-	granted := r.grants.Replace(fail)
+	granted := r.grants.Replace(kubeshell.GrantsOf(f.out, func(i int) types.UID { return f.machs[i].UID }))
 	if f.enqueue == nil {
 		return
 	}
