@@ -63,19 +63,7 @@ func TestHandoverFromMCM(t *testing.T) {
 	stopMCM()
 	before := w.MachineList()[0]
 	startDropIn(t, w.ControllerConfig("drop-in"), w.Namespace, cloud)
-	time.Sleep(3 * time.Second)
-	ms := w.MachineList()
-	if len(ms) != 1 || ms[0].Status.CurrentStatus.Phase != v1alpha1.MachineRunning || ms[0].Spec.ProviderID != before.Spec.ProviderID {
-		t.Fatalf("after the handover: %+v (was %s on %s)", ms, before.Name, before.Spec.ProviderID)
-	}
-	if n := cloud.Count(mcmfake.MethodCreate, ""); n != 1 {
-		t.Fatalf("%d CreateMachine calls", n)
-	}
-	w.Scale("pool", 0)
-	w.WaitFor("the machine gone under the drop-in", func() bool { return len(w.MachineList()) == 0 })
-	if n := len(cloud.Instances()); n != 0 {
-		t.Fatalf("%d instances left", n)
-	}
+	takenAsItStands(t, w, cloud, &before, "the drop-in")
 }
 
 // A machine the drop-in controller made Running is taken back by MCM's
@@ -91,16 +79,25 @@ func TestHandoverToMCM(t *testing.T) {
 	stopOurs()
 	before := w.MachineList()[0]
 	w.StartMCMMachineController(cloud)
+	takenAsItStands(t, w, cloud, &before, "MCM")
+}
+
+// takenAsItStands checks a handover of the pool's one machine, before,
+// to the controller named who: a while after it, the machine is still
+// Running on its instance, made by the one CreateMachine of the test, and
+// scaling the pool to zero deletes it and its instance.
+func takenAsItStands(t *testing.T, w *mcmworld.World, cloud *mcmfake.Driver, before *v1alpha1.Machine, who string) {
+	t.Helper()
 	time.Sleep(3 * time.Second)
 	ms := w.MachineList()
 	if len(ms) != 1 || ms[0].Status.CurrentStatus.Phase != v1alpha1.MachineRunning || ms[0].Spec.ProviderID != before.Spec.ProviderID {
-		t.Fatalf("after the handback: %+v (was %s on %s)", ms, before.Name, before.Spec.ProviderID)
+		t.Fatalf("after the handover to %s: %+v (was %s on %s)", who, ms, before.Name, before.Spec.ProviderID)
 	}
 	if n := cloud.Count(mcmfake.MethodCreate, ""); n != 1 {
 		t.Fatalf("%d CreateMachine calls", n)
 	}
 	w.Scale("pool", 0)
-	w.WaitFor("the machine gone under MCM", func() bool { return len(w.MachineList()) == 0 })
+	w.WaitFor("the machine gone under "+who, func() bool { return len(w.MachineList()) == 0 })
 	if n := len(cloud.Instances()); n != 0 {
 		t.Fatalf("%d instances left", n)
 	}
