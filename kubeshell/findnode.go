@@ -77,3 +77,18 @@ func first(nodes []corev1.Node) *corev1.Node {
 	n := slices.MinFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return &n
 }
+
+// ZoneOf returns the zone of the named node as c shows it (its
+// lifecycle.ZoneLabel, which a fleet pass gives the limiter through
+// lifecycle.Node.Zone), "" when it has none, or cannot be read, or node is
+// "".
+func ZoneOf(ctx context.Context, c client.Reader, node string) string {
+	if node == "" {
+		return ""
+	}
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return ""
+	}
+	return n.Labels[lifecycle.ZoneLabel]
+}

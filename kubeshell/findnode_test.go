@@ -45,3 +45,17 @@ func TestFindNodeInItsOrder(t *testing.T) {
 		}
 	}
 }
+
+// A node's zone is its zone label; a node without one, a node not found
+// and no node at all have none.
+func TestZoneOf(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-a", Labels: map[string]string{lifecycle.ZoneLabel: "zone-a"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-none"}}).Build()
+	ctx := context.Background()
+	for node, want := range map[string]string{"n-a": "zone-a", "n-none": "", "n-gone": "", "": ""} {
+		if got := ZoneOf(ctx, c, node); got != want {
+			t.Errorf("ZoneOf(%q) = %q, want %q", node, got, want)
+		}
+	}
+}

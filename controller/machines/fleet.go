@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,24 +99,11 @@ func (f *fleetRunnable) observe(ctx context.Context, now time.Time) error {
 		o, problem := objectOf(m)
 		node := cmp.Or(m.Status.Node, o.NodeLabel)
 		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st, Problem: problem,
-			Node: lifecycle.Node{Name: node, Zone: r.zoneOf(ctx, node)}}))
+			Node: lifecycle.Node{Name: node, Zone: kubeshell.ZoneOf(ctx, r.client, node)}}))
 		keep = append(keep, m)
 	}
 	f.machs = keep
 	return nil
-}
-
-// zoneOf returns the zone of the named node as the cache shows it (its
-// lifecycle.ZoneLabel), "" when it has none or cannot be read.
-func (r *Reconciler) zoneOf(ctx context.Context, node string) string {
-	if node == "" {
-		return ""
-	}
-	n := &corev1.Node{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		return ""
-	}
-	return n.Labels[lifecycle.ZoneLabel]
 }
 
 // grant computes the grants, per namespace (as MCM limits each namespace's

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,26 +101,16 @@ func (f *fleet) observe(ctx context.Context) error {
 		}
 		o := mcmadapter.ObjectFrom(m)
 		o.Owner = owner.Of(m, r.opts.Owner, r.machineSet(ctx))
+		node := o.NodeLabel
+		if r.noTarget {
+			node = ""
+		}
 		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st,
-			Node: lifecycle.Node{Name: o.NodeLabel, Zone: r.zoneOf(ctx, o.NodeLabel)}}))
+			Node: lifecycle.Node{Name: node, Zone: kubeshell.ZoneOf(ctx, r.c.Target, node)}}))
 		keep = append(keep, m)
 	}
 	f.machs = keep
 	return nil
-}
-
-// zoneOf returns the zone of the named node as the target cluster's cache
-// shows it (its lifecycle.ZoneLabel), "" when it has none or cannot be
-// read.
-func (r *Reconciler) zoneOf(ctx context.Context, node string) string {
-	if node == "" || r.noTarget {
-		return ""
-	}
-	n := &corev1.Node{}
-	if err := r.c.Target.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		return ""
-	}
-	return n.Labels[lifecycle.ZoneLabel]
 }
 
 // machineSet returns the cache's lookup of MachineSets for owner.Of.
