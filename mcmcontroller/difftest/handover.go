@@ -85,8 +85,7 @@ func CompareHandover(sc *Scenario, a, b []Observation) (refused, accepted []stri
 	if len(a) == 0 || len(b) == 0 {
 		return nil, nil
 	}
-	last := func(o *Observation) *Observation { return &Observation{Machine: o.Machine} }
-	diffs := Diff(last(&a[len(a)-1]), last(&b[len(b)-1]))
+	diffs := lastMachines(a, b)
 	creates := func(obs []Observation) int {
 		n := 0
 		for _, o := range obs {
@@ -101,14 +100,5 @@ func CompareHandover(sc *Scenario, a, b []Observation) (refused, accepted []stri
 	if ca, cb := creates(a), creates(b); ca != cb {
 		diffs = append(diffs, fmt.Sprintf("CreateMachine calls: %d | %d", ca, cb))
 	}
-	for _, line := range diffs {
-		dev, ok := sc.deviationFor(End, 0, line)
-		line = sc.Name + " handed over, end: " + line
-		if ok {
-			accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
-		} else {
-			refused = append(refused, line)
-		}
-	}
-	return refused, accepted
+	return sc.judge(nil, nil, End, 0, sc.Name+" handed over, end: ", diffs)
 }

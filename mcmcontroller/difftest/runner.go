@@ -231,17 +231,31 @@ func Compare(sc *Scenario, a, b []Observation) (refused, accepted []string) {
 		if first < 0 {
 			first = i
 		}
-		for _, line := range d {
-			dev, ok := sc.deviationFor(i, first, line)
-			line = fmt.Sprintf("%s step %d: %s", sc.Name, i, line)
-			if ok {
-				accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
-			} else {
-				refused = append(refused, line)
-			}
+		refused, accepted = sc.judge(refused, accepted, i, first, fmt.Sprintf("%s step %d: ", sc.Name, i), d)
+	}
+	return refused, accepted
+}
+
+// judge sorts the difference lines d at step i (End for where the runs
+// end; first is the first step that differed) into those no deviation of
+// sc accepts and those one does, each prefixed, and appends them.
+func (sc *Scenario) judge(refused, accepted []string, i, first int, prefix string, d []string) ([]string, []string) {
+	for _, line := range d {
+		dev, ok := sc.deviationFor(i, first, line)
+		if ok {
+			accepted = append(accepted, prefix+line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
+		} else {
+			refused = append(refused, prefix+line)
 		}
 	}
 	return refused, accepted
+}
+
+// lastMachines returns the differences of the machines where the runs a
+// and b end.
+func lastMachines(a, b []Observation) []string {
+	last := func(obs []Observation) *Observation { return &Observation{Machine: obs[len(obs)-1].Machine} }
+	return Diff(last(a), last(b))
 }
 
 // steps returns the observations of a scenario's steps, without those of
@@ -263,8 +277,7 @@ func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) 
 	if len(a) == 0 || len(b) == 0 {
 		return nil, nil
 	}
-	last := func(o *Observation) *Observation { return &Observation{Machine: o.Machine} }
-	diffs := Diff(last(&a[len(a)-1]), last(&b[len(b)-1]))
+	diffs := lastMachines(a, b)
 	calls := func(obs []Observation) []string {
 		var cs []string
 		for _, o := range obs {
@@ -277,16 +290,7 @@ func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) 
 	if ca, cb := calls(a), calls(b); !slices.Equal(ca, cb) {
 		diffs = append(diffs, fmt.Sprintf("all driver calls: %v | %v", ca, cb))
 	}
-	for _, line := range diffs {
-		dev, ok := sc.deviationFor(End, 0, line)
-		line = fmt.Sprintf("%s end: %s", sc.Name, line)
-		if ok {
-			accepted = append(accepted, line+" (deviation "+q(dev.Heading)+", "+dev.Test+")")
-		} else {
-			refused = append(refused, line)
-		}
-	}
-	return refused, accepted
+	return sc.judge(nil, nil, End, 0, sc.Name+" end: ", diffs)
 }
 
 // deviationFor returns the deviation of sc that accepts the difference
