@@ -25,6 +25,11 @@ type Config struct {
 	// DrainTimeout bounds the drain, counted from the deletion time, after
 	// which it is forced (MCM --machine-drain-timeout, 2h).
 	DrainTimeout time.Duration
+	// InPlaceUpdateTimeout bounds an in-place update, counted from when the
+	// machine became InPlaceUpdating (its node drained and the node agent
+	// told to go on): past it, a machine the agent has not reported on is
+	// InPlaceUpdateFailed (MCM --machine-inplace-update-timeout, 20m).
+	InPlaceUpdateTimeout time.Duration
 	// MaxEvictRetries bounds the eviction rounds of one unforced drain
 	// (MCM --machine-max-evict-retries, 360): a drain with pods left after
 	// that many rounds, Config.EvictRetryInterval apart, failed, and begins
@@ -89,6 +94,8 @@ func DefaultConfig() Config {
 		WaitCheck:       time.Minute,
 		Retry:           retry.DefaultPolicy(),
 		VerifyOwner:     true,
+
+		InPlaceUpdateTimeout: 20 * time.Minute,
 
 		Replacements:       ReplacementLimit{Count: 1},
 		ForceDrainAfter:    5 * time.Minute,
@@ -196,6 +203,7 @@ func (c *Config) check(bad func(format string, args ...any)) {
 	timeout("CreationTimeout", c.CreationTimeout)
 	timeout("HealthTimeout", c.HealthTimeout)
 	timeout("DrainTimeout", c.DrainTimeout)
+	timeout("InPlaceUpdateTimeout", c.InPlaceUpdateTimeout)
 	timeout("WaitCheck", c.WaitCheck)
 	timeout("ForceDrainAfter", c.ForceDrainAfter)
 	timeout("ForcedDrainTimeout", c.ForcedDrainTimeout)
@@ -303,6 +311,15 @@ func (c *Config) drainTimeout(o *Object) time.Duration {
 		return o.Overrides.DrainTimeout
 	}
 	return c.DrainTimeout
+}
+
+// inPlaceUpdateTimeout is the effective in-place update timeout of the
+// object.
+func (c *Config) inPlaceUpdateTimeout(o *Object) time.Duration {
+	if o.Overrides.InPlaceUpdateTimeout > 0 {
+		return o.Overrides.InPlaceUpdateTimeout
+	}
+	return c.InPlaceUpdateTimeout
 }
 
 // predecessorWait bounds the object's wait for an older incarnation of its

@@ -178,9 +178,11 @@ func (x *decider) ref() driverapi.MachineRef {
 
 // become moves the machine to phase p, recording op as its LastOperation
 // and reporting the change as an event with rule r's reason: a warning for
-// a phase that needs attention (CrashLoopBackOff, Unknown, Failed). What a
+// a phase that needs attention (CrashLoopBackOff, Unknown, Failed,
+// InPlaceUpdateFailed). What a
 // phase entails besides is written here once: a Failed or Terminating
-// machine's bootstrap token is deleted. It reports false, changing
+// machine's bootstrap token is deleted, and a drain before an in-place
+// update ends with any change of phase. It reports false, changing
 // nothing, when the phase table refuses the change (setPhase); staying in
 // the phase records op and reports it again.
 func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
@@ -193,9 +195,15 @@ func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
 	} else {
 		x.setOp(*op)
 	}
-	x.event(r, p == phase.CrashLoopBackOff || p == phase.Unknown || p == phase.Failed)
+	x.event(r, p == phase.CrashLoopBackOff || p == phase.Unknown || p == phase.Failed || p == phase.InPlaceUpdateFailed)
 	if p == phase.Failed || p == phase.Terminating {
 		x.dropToken()
+	}
+	if x.st.Stage == StageInPlaceDrain && p != phase.Running {
+		// The drain before an in-place update belongs to a Running
+		// machine: it is over, done or abandoned.
+		x.setStage(StageNone)
+		x.endDrain()
 	}
 	return true
 }

@@ -122,14 +122,18 @@ const (
 	// the machine's name to finish terminating, until Config.PredecessorWait
 	// after its creation.
 	WaitPredecessor
-	// WaitDrain: being deleted, waiting for the pods of the node being
-	// drained to go, until the drain is forced (its drain timeout) or,
-	// forced, until deletion goes on without them.
+	// WaitDrain: being deleted, or Running with its node selected for an
+	// in-place update, waiting for the pods of the node being drained to
+	// go, until the drain is forced (its drain timeout) or, forced while
+	// deleting, until deletion goes on without them.
 	WaitDrain
 	// WaitZoneOutage: past the health timeout, held back because the
 	// machine's zone is in an outage (Config.ZoneOutage), until the hold
 	// ends.
 	WaitZoneOutage
+	// WaitInPlaceUpdate: InPlaceUpdating, waiting for the node agent's
+	// verdict until the in-place update timeout.
+	WaitInPlaceUpdate
 	waitCount
 )
 
@@ -164,6 +168,8 @@ func (w WaitFor) String() string {
 		return "drain"
 	case WaitZoneOutage:
 		return "zone-outage"
+	case WaitInPlaceUpdate:
+		return "in-place-update"
 	}
 	return "unknown-wait"
 }

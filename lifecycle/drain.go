@@ -32,18 +32,22 @@ type drainMode struct {
 func (x *decider) drainMode() drainMode {
 	o := &x.in.Object
 	m := drainMode{rounds: time.Duration(max(x.cfg.maxEvictRetries(o), 1)) * x.cfg.EvictRetryInterval}
-	if o.ForceDeletion || x.elapsed(x.deleted) >= x.cfg.drainTimeout(o) {
-		m.force = true
-		return m
-	}
+	m.force = o.ForceDeletion || x.elapsed(x.deleted) >= x.cfg.drainTimeout(o) || x.conditionsForceDrain()
+	return m
+}
+
+// conditionsForceDrain reports whether the machine's mirrored node
+// conditions force a drain: a node NotReady, or with a read-only
+// filesystem, for ForceDrainAfter.
+func (x *decider) conditionsForceDrain() bool {
 	for i := range x.st.Conditions {
 		// A condition without a transition time has been so forever, as
 		// MCM's time.Since of the zero time says.
 		if c := &x.st.Conditions[i]; forcesDrain(c) && (c.Since == 0 || x.elapsed(c.Since) >= x.cfg.ForceDrainAfter) {
-			m.force = true
+			return true
 		}
 	}
-	return m
+	return false
 }
 
 // forcesDrain reports whether condition c, held for ForceDrainAfter,
@@ -95,7 +99,8 @@ func (x *decider) drain() {
 	if x.st.Flags.Has(FlagWasFailed) {
 		reason = ReasonUnhealthy
 	}
-	x.nodeEffect(KindSetNodeCondition, node, ConditionTerminating, reason)
+	e := x.put(KindSetNodeCondition)
+	e.Node, e.Key, e.Value, e.Message = node, ConditionTerminating, reason, ConditionMessage(reason)
 	x.nodeEffect(KindCordon, node, "", "")
 	x.drainEffect(node, m.force)
 	x.requeue(retry.Short)

@@ -28,10 +28,9 @@ const (
 	// KindRemoveTaint: remove the taint with key Key (every effect) from
 	// node Node. A node that no longer exists counts as done.
 	KindRemoveTaint
-	// KindSetNodeCondition: set condition Key (always
-	// [ConditionTerminating]) to True on node Node, with reason Value and
-	// message [ConditionMessage](Value). A node that no longer exists
-	// counts as done.
+	// KindSetNodeCondition: set condition Key ([ConditionTerminating] or
+	// [ConditionInPlaceUpdate]) to True on node Node, with reason Value and
+	// message Message. A node that no longer exists counts as done.
 	KindSetNodeCondition
 	// KindCordon: mark node Node unschedulable. A node that no longer
 	// exists counts as done.
@@ -145,8 +144,10 @@ type Effect struct {
 	// Key is a label or taint key.
 	Key string
 	// Value is the value written: a label value, a providerID, a priority,
-	// or the machine name of a token effect.
+	// a condition's reason, or the machine name of a token effect.
 	Value string
+	// Message is the message of a [KindSetNodeCondition].
+	Message string
 	// Expiry is when an ensured bootstrap token expires.
 	Expiry Stamp
 }
@@ -159,6 +160,23 @@ const (
 	ReasonUnhealthy = "Unhealthy"
 )
 
+// Reasons of the node condition [ConditionInPlaceUpdate], as MCM sets them.
+const (
+	// ReasonCandidateForUpdate: the node's owner means to update it in place.
+	ReasonCandidateForUpdate = "CandidateForUpdate"
+	// ReasonSelectedForUpdate: the owner chose the node; it is drained.
+	ReasonSelectedForUpdate = "SelectedForUpdate"
+	// ReasonDrainSuccessful: the node was drained for the update.
+	ReasonDrainSuccessful = "DrainSuccessful"
+	// ReasonReadyForUpdate: the node agent may update the node. The
+	// lifecycle says it only once the node was drained.
+	ReasonReadyForUpdate = "ReadyForUpdate"
+	// ReasonUpdateSuccessful: the node agent updated the node.
+	ReasonUpdateSuccessful = "UpdateSuccessful"
+	// ReasonUpdateFailed: the node agent could not update the node.
+	ReasonUpdateFailed = "UpdateFailed"
+)
+
 // ConditionMessage returns the message MCM writes with a
 // [ConditionTerminating] reason.
 func ConditionMessage(reason string) string {
@@ -166,6 +184,25 @@ func ConditionMessage(reason string) string {
 		return "Machine Controller is terminating failed machine"
 	}
 	return "Machine Controller is scaling down machine"
+}
+
+// inPlaceMessage returns the message MCM writes with an
+// [ConditionInPlaceUpdate] reason; detail is the node agent's reason of a
+// failed update.
+func inPlaceMessage(reason, detail string) string {
+	switch reason {
+	case ReasonCandidateForUpdate:
+		return "Node is a candidate for in-place update"
+	case ReasonSelectedForUpdate:
+		return "Node is selected for in-place update"
+	case ReasonDrainSuccessful:
+		return "Node draining successful"
+	case ReasonReadyForUpdate:
+		return "Node is ready for in-place update"
+	case ReasonUpdateSuccessful:
+		return "Node in-place update successful"
+	}
+	return "Node in-place update failed: " + detail
 }
 
 // MaxEffects is the capacity of [Effects]: no decision needs more.

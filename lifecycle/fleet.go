@@ -48,9 +48,9 @@ type Member struct {
 	updatePending, metadataInSync bool
 	// problem is what the shell found wrong with the machine or its class.
 	problem Problem
-	// healthTimeout, creationTimeout and drainTimeout are the machine's own
-	// timeouts (0: the Config's).
-	healthTimeout, creationTimeout, drainTimeout time.Duration
+	// healthTimeout, creationTimeout, drainTimeout and inPlaceTimeout are
+	// the machine's own timeouts (0: the Config's).
+	healthTimeout, creationTimeout, drainTimeout, inPlaceTimeout time.Duration
 	// zone is the zone of the machine's node, "" when unknown; held the
 	// hold of its zone's outage the input's grant carries (Grant.Held).
 	zone string
@@ -76,8 +76,8 @@ func MemberOf(cfg *Config, in *Input) Member {
 		updatePending:        o.UpdateGeneration != st.AppliedGeneration,
 		metadataInSync:       metadataInSync(cfg.VerifyOwner, o, st),
 		healthTimeout:        o.Overrides.HealthTimeout, creationTimeout: o.Overrides.CreationTimeout,
-		drainTimeout: o.Overrides.DrainTimeout,
-		zone:         in.Node.Zone, held: StampOf(in.Grant.Held),
+		drainTimeout: o.Overrides.DrainTimeout, inPlaceTimeout: o.Overrides.InPlaceUpdateTimeout,
+		zone: in.Node.Zone, held: StampOf(in.Grant.Held),
 	}
 	if m.providerID == "" {
 		m.providerID = o.ProviderID
@@ -170,7 +170,7 @@ func Summarize(cfg *Config, now time.Time, fleet []Member, orphans int) Summary 
 			}
 		}
 		var w Wait
-		if !waitsForNothing(m.phase, m.deleting, m.retryAfter, n, m.observerDegraded, m.problem) {
+		if !waitsForNothing(m.phase, m.stage, m.deleting, m.retryAfter, n, m.observerDegraded, m.problem) {
 			f := m.facts(&st, &o, &in)
 			w = f.wait(cfg, n)
 		}

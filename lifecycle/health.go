@@ -49,8 +49,9 @@ func (x *decider) health() {
 	}
 	switch x.st.Phase {
 	case phase.Running:
-		if !x.running(n, named) && !x.becameRunning {
-			// The node is in line; the provider is asked next.
+		if !x.running(n, named) && !x.becameRunning && !x.inPlace(n) {
+			// The node is in line and no in-place update is under way;
+			// the provider is asked next.
 			x.upkeep()
 		}
 	case phase.Pending:
@@ -61,11 +62,23 @@ func (x *decider) health() {
 		if x.in.Outcome == nil {
 			x.dropToken() // emitted again at each pass start while it exists
 		}
-	case phase.Unknown, phase.InPlaceUpdateFailed:
+	case phase.InPlaceUpdating:
+		x.inPlaceUpdating(n)
+	case phase.InPlaceUpdateFailed:
+		if n != nil && n.Update.Has(UpdateSucceeded) {
+			// H5: the agent succeeded after all.
+			x.inPlaceUpdated(n)
+			return
+		}
+		x.syncInPlace(n)
+		x.unhealthy(named)
+	case phase.Unknown:
+		x.syncInPlace(n)
 		x.unhealthy(named)
 	default:
-		// MCM's node-agent in-place phases (not driven by this library yet):
-		// look again later.
+		// InPlaceUpdateSuccessful on a healthy node is Running and on any
+		// other Unknown (judgeHealth): only a refused change stays here.
+		x.syncInPlace(n)
 		x.rule(RuleIdle)
 		x.requeue(x.cfg.WaitCheck)
 	}
@@ -87,10 +100,12 @@ func (x *decider) judgeHealth(n *Node) Rule {
 		// instance that was initialized (the startup taint stays on its
 		// node until then).
 		return x.becomeRunning()
-	case n != nil && !healthy && st.Phase == phase.Running:
-		// H4: the node is unhealthy.
+	case n != nil && !healthy && (st.Phase == phase.Running || st.Phase == phase.InPlaceUpdateSuccessful):
+		// H4: the node is unhealthy. MCM leaves an InPlaceUpdateSuccessful
+		// machine whose node stays unhealthy there for ever; Unknown, its
+		// health timeout applies.
 		return x.becomeUnknown(RuleHealthUnhealthy, lastop.DescUnhealthy)
-	case n == nil && st.Phase == phase.Running:
+	case n == nil && (st.Phase == phase.Running || st.Phase == phase.InPlaceUpdateSuccessful):
 		// H1: the node went missing. MCM asks for a mirrored condition
 		// first and leaves a Running machine without one Running forever;
 		// no node is no evidence of health either.
@@ -165,8 +180,9 @@ func contains(list []string, s string) bool {
 }
 
 // sameConditions reports whether the mirrored conditions a still say what
-// the node's b say: the same types with the same statuses, in order (MCM's
-// H2 compares no more). A kubelet that rewords a reason or a message does
+// the node's b say: the same types with the same statuses, in order, and
+// the InPlaceUpdate condition with the same reason (MCM's H2 compares no
+// more). A kubelet that rewords a reason or a message does
 // not make a healthy machine write its status; the texts and transition
 // times are mirrored with the next change of a status.
 func sameConditions(a, b []Condition) bool {
@@ -195,6 +211,11 @@ func sameEach(a, b []Condition) bool {
 		// below eight; word by word above 24 and byte by byte below four.
 		n := len(s)
 		t = t[:n]
+		if n == len(ConditionInPlaceUpdate) && a[i].Reason != b[i].Reason && s == ConditionInPlaceUpdate {
+			// The in-place update protocol speaks through this
+			// condition's reason, which MCM's H2 mirrors too.
+			return false
+		}
 		switch {
 		case n >= 8 && n <= 24:
 			if word64(s[:8]) != word64(t[:8]) || word64(s[n-8:n]) != word64(t[n-8:n]) ||

@@ -94,6 +94,9 @@ type Object struct {
 	Priority string
 	// ForceDeletion reports whether [ForceDeletionLabel] parses as true.
 	ForceDeletion bool
+	// ForceDrain reports whether [ForceDrainLabel] is "True": the drain
+	// before an in-place update deletes pods instead of evicting them.
+	ForceDrain bool
 	// UpdateGeneration is the desired hot-update generation: the version of
 	// the part of the spec the provider can apply to a running instance (tags,
 	// say: MCM issue 750,
@@ -125,6 +128,8 @@ type Overrides struct {
 	DrainTimeout time.Duration
 	// MaxEvictRetries is spec maxEvictRetries.
 	MaxEvictRetries int32
+	// InPlaceUpdateTimeout is spec inPlaceUpdateTimeout.
+	InPlaceUpdateTimeout time.Duration
 	// DisableHealthTimeout is spec disableHealthTimeout: an unhealthy machine
 	// is then never marked Failed.
 	DisableHealthTimeout bool
@@ -157,9 +162,34 @@ type Node struct {
 	// Pods counts the pods a drain of the node must remove: the pods bound
 	// to it other than DaemonSet and mirror pods, those already terminating
 	// included. A drain is done when none is left, so a shell fills it
-	// whenever it reads the node of a machine being deleted.
+	// whenever it reads the node of a machine being deleted or drained for
+	// an in-place update (its [SelectedForUpdateLabel] set).
 	Pods int
+	// Update is what the node's labels of the in-place update protocol say
+	// ([CandidateForUpdateLabel], [SelectedForUpdateLabel],
+	// [UpdateResultLabel]).
+	Update UpdateLabels
+	// UpdateFailedReason is the node's [UpdateFailedReasonAnnotation], ""
+	// when absent.
+	UpdateFailedReason string
 }
+
+// UpdateLabels is the set of in-place update labels a node carries.
+type UpdateLabels uint8
+
+const (
+	// UpdateCandidate: [CandidateForUpdateLabel] is set (to any value).
+	UpdateCandidate UpdateLabels = 1 << iota
+	// UpdateSelected: [SelectedForUpdateLabel] is set (to any value).
+	UpdateSelected
+	// UpdateSucceeded: [UpdateResultLabel] is [UpdateResultSuccessful].
+	UpdateSucceeded
+	// UpdateFailed: [UpdateResultLabel] is [UpdateResultFailed].
+	UpdateFailed
+)
+
+// Has reports whether every label of l is in s.
+func (s UpdateLabels) Has(l UpdateLabels) bool { return s&l == l }
 
 // Found reports whether the node exists.
 func (n Node) Found() bool { return n.Name != "" }

@@ -40,6 +40,34 @@ const (
 	ConditionReady = "Ready"
 	// ConditionTerminating is the node condition deletion sets to True.
 	ConditionTerminating = "Terminating"
+	// ConditionInPlaceUpdate is the node condition of MCM's in-place update
+	// protocol: always True, its reason tells the owner and the node agent
+	// where the update stands (the Reason constants below).
+	ConditionInPlaceUpdate = "InPlaceUpdate"
+	// CandidateForUpdateLabel on a node: its owner (MCM's MachineDeployment
+	// controller) means to update the node in place; the shell reads it into
+	// [Node.Update].
+	CandidateForUpdateLabel = "node.machine.sapcloud.io/candidate-for-update"
+	// SelectedForUpdateLabel on a node: its owner chose it for the in-place
+	// update now; the lifecycle drains it and then tells the node agent
+	// ReadyForUpdate.
+	SelectedForUpdateLabel = "node.machine.sapcloud.io/selected-for-update"
+	// UpdateResultLabel on a node is the node agent's verdict,
+	// [UpdateResultSuccessful] or [UpdateResultFailed].
+	UpdateResultLabel = "node.machine.sapcloud.io/update-result"
+	// UpdateResultSuccessful is the [UpdateResultLabel] value of an update
+	// that succeeded.
+	UpdateResultSuccessful = "successful"
+	// UpdateResultFailed is the [UpdateResultLabel] value of an update that
+	// failed.
+	UpdateResultFailed = "failed"
+	// UpdateFailedReasonAnnotation on a node is the node agent's text of why
+	// the update failed; the shell reads it into [Node.UpdateFailedReason].
+	UpdateFailedReasonAnnotation = "node.machine.sapcloud.io/update-failed-reason"
+	// ForceDrainLabel on a machine, exactly "True", forces the drain before
+	// an in-place update (MCM reads it so, unlike [ForceDeletionLabel]); the
+	// shell reads it into [Object.ForceDrain].
+	ForceDrainLabel = "force-drain"
 	// BootstrapTokenNamespace holds the bootstrap token secrets.
 	BootstrapTokenNamespace = "kube-system"
 )

@@ -66,6 +66,9 @@ const (
 	// atRunning: the hot update and the metadata sub-flow of a Running
 	// machine.
 	atRunning
+	// atInPlaceDrain: the drain of a Running machine's node before its
+	// in-place update.
+	atInPlaceDrain
 )
 
 // holds reports whether st is one of the statuses w names.
@@ -86,6 +89,8 @@ func (w opStatus) holds(st *Status) bool {
 		return (st.Phase == phase.Unknown || st.Phase == phase.InPlaceUpdateFailed) && st.Flags.Has(FlagGranted)
 	case atRunning:
 		return st.Phase == phase.Running
+	case atInPlaceDrain:
+		return st.Phase == phase.Running && st.Stage == StageInPlaceDrain
 	}
 	return true
 }

@@ -333,6 +333,47 @@ const (
 	// key).
 	RuleMetadataDiffers
 
+	// RuleInPlaceCondition: the node's InPlaceUpdate condition does not say
+	// what its in-place labels do; set its reason (U3, U4, U6, U7).
+	RuleInPlaceCondition
+	// RuleInPlaceDrain: the node of a Running machine was selected for an
+	// in-place update; cordon and drain it (U4, I2).
+	RuleInPlaceDrain
+	// RuleInPlaceDrainForce: as RuleInPlaceDrain, deleting the pods (the
+	// force-drain label, the drain timeout, or a node NotReady or with a
+	// read-only filesystem for ForceDrainAfter).
+	RuleInPlaceDrainForce
+	// RuleInPlaceDrainRound: ask again to remove the pods left on the node.
+	RuleInPlaceDrainRound
+	// RuleInPlaceDraining: the node drains; waiting for its pods to go.
+	RuleInPlaceDraining
+	// RuleInPlaceDrainFailed: a write of the drain failed; drained again
+	// after a backoff (I2).
+	RuleInPlaceDrainFailed
+	// RuleInPlaceDrainBackoff: waiting for the retry time of a failed
+	// in-place drain.
+	RuleInPlaceDrainBackoff
+	// RuleInPlaceDeselected: the node's selection for the update was
+	// withdrawn, or the agent already reported, while it drained; the drain
+	// ends.
+	RuleInPlaceDeselected
+	// RuleInPlaceDrained: the node is drained; the machine is
+	// InPlaceUpdating and the node agent is told ReadyForUpdate (I2, I4).
+	RuleInPlaceDrained
+	// RuleInPlaceReady: the node of an InPlaceUpdating machine does not
+	// tell the agent ReadyForUpdate; tell it again (I4).
+	RuleInPlaceReady
+	// RuleInPlaceWaitAgent: waiting for the node agent's verdict until the
+	// in-place update timeout (I3).
+	RuleInPlaceWaitAgent
+	// RuleInPlaceUpdated: the node agent reported success (H5).
+	RuleInPlaceUpdated
+	// RuleInPlaceFailed: the node agent reported failure (H6).
+	RuleInPlaceFailed
+	// RuleInPlaceTimeout: the in-place update passed its timeout without a
+	// verdict (H8).
+	RuleInPlaceTimeout
+
 	ruleCount
 )
 

@@ -13,7 +13,8 @@ import (
 // a warning.
 func TestRuleWarningsAreTheEventsOfTrouble(t *testing.T) {
 	normal := map[string]bool{"InstanceCreated": true, "InstanceReady": true, "MachineAvailable": true,
-		"MachineRunning": true, "MachineTerminating": true, "HotUpdateApplied": true}
+		"MachineRunning": true, "MachineTerminating": true, "HotUpdateApplied": true,
+		"InPlaceUpdating": true, "InPlaceUpdateSuccessful": true}
 	for _, r := range lifecycle.Rules() {
 		switch ev := r.Event(); {
 		case ev == "":

@@ -62,6 +62,7 @@ const (
 	handleFinalizerRemoved
 	handleNodeDelete
 	handleVolumesDetaching
+	handleInPlaceDrain
 )
 
 // handle runs the handler h on the driver's answer res, or on the outcome o
@@ -102,6 +103,8 @@ func (x *decider) handle(h handler, res *driverapi.Result, o *Outcome) next {
 		return x.onNodeDelete(o)
 	case handleVolumesDetaching:
 		return x.onVolumesDetaching(o)
+	case handleInPlaceDrain:
+		return x.onInPlaceDrain(o)
 	}
 	return fresh
 }
@@ -225,4 +228,18 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleMetadataPatchFailed:       {id: "metadata.patch-failed", text: "the metadata patch failed; retrying with backoff"},
 	RuleMetadataSynced:            {id: "metadata.synced", text: "the instance carries every desired metadata key"},
 	RuleMetadataDiffers:           {id: "metadata.differs", text: "the instance's metadata differs from the desired; patching it"},
+	RuleInPlaceCondition:          {id: "inplace.condition", text: "setting the node's InPlaceUpdate condition to what its labels say"},
+	RuleInPlaceDrain:              {id: "inplace.drain", text: "cordoning and draining the node for its in-place update", handler: handleInPlaceDrain, at: atInPlaceDrain},
+	RuleInPlaceDrainForce:         {id: "inplace.drain-force", text: "cordoning and draining the node by force for its in-place update", handler: handleInPlaceDrain, at: atInPlaceDrain},
+	RuleInPlaceDrainRound:         {id: "inplace.drain-round", text: "asking again to remove the pods left on the node", handler: handleInPlaceDrain, at: atInPlaceDrain},
+	RuleInPlaceDraining:           {id: "inplace.draining", text: "the node drains for its in-place update; waiting for its pods to go"},
+	RuleInPlaceDrainFailed:        {id: "inplace.drain-failed", text: "draining the node for its in-place update failed; draining again after a backoff", event: "DrainFailed", warn: true},
+	RuleInPlaceDrainBackoff:       {id: "inplace.drain-backoff", text: "waiting to retry a failed drain for an in-place update"},
+	RuleInPlaceDeselected:         {id: "inplace.deselected", text: "the node is no longer selected for an in-place update; the drain ends"},
+	RuleInPlaceDrained:            {id: "inplace.drained", text: "the node is drained; the node agent may update it", event: "InPlaceUpdating"},
+	RuleInPlaceReady:              {id: "inplace.ready", text: "telling the node agent again that the node is ready for its update"},
+	RuleInPlaceWaitAgent:          {id: "inplace.waiting-for-agent", text: "waiting for the node agent to update the node"},
+	RuleInPlaceUpdated:            {id: "inplace.updated", text: "the node agent updated the node", event: "InPlaceUpdateSuccessful"},
+	RuleInPlaceFailed:             {id: "inplace.failed", text: "the node agent could not update the node", event: "InPlaceUpdateFailed", warn: true},
+	RuleInPlaceTimeout:            {id: "inplace.timeout", text: "the in-place update did not finish within its timeout", event: "InPlaceUpdateFailed", warn: true},
 }

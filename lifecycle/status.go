@@ -126,6 +126,11 @@ const (
 	// StageRemoveFinalizer: remove the machine's finalizer (MCM X9,
 	// "Initiate machine object finalizer removal").
 	StageRemoveFinalizer
+	// StageInPlaceDrain: the node of a Running machine was selected for an
+	// in-place update; it is cordoned and drained before the node agent is
+	// told to go on (MCM I2). StageSince is when the drain began; the drain
+	// timeout counts from it.
+	StageInPlaceDrain
 	stageCount
 )
 
@@ -150,6 +155,8 @@ func (s Stage) String() string {
 		return "delete-node"
 	case StageRemoveFinalizer:
 		return "remove-finalizer"
+	case StageInPlaceDrain:
+		return "in-place-drain"
 	}
 	return "unknown-stage"
 }
@@ -176,7 +183,7 @@ func (s Stage) Valid() bool { return s < stageCount }
 func (s Stage) ofCreation() bool { return s == StageCreating || s == StageInitializing }
 
 // deleting reports whether the stage belongs to the deletion flow.
-func (s Stage) deleting() bool { return s >= StageGetVMStatus && s < stageCount }
+func (s Stage) deleting() bool { return s >= StageGetVMStatus && s <= StageRemoveFinalizer }
 
 // Flags are facts a flow recorded in the status.
 type Flags uint16
@@ -212,14 +219,14 @@ const (
 	// observation; only the next observation tells what the instance
 	// carries, so the machine is not in sync until then.
 	FlagMetadataUnverified
-	// FlagDraining: the drain of the node is under way (in StageDrain): its
-	// node is cordoned and its pods are being evicted, and StageSince is
-	// when this drain began. The drain ends when the observed node has no
+	// FlagDraining: the drain of the node is under way (in StageDrain or
+	// StageInPlaceDrain): its node is cordoned and its pods are being
+	// evicted; in StageDrain, StageSince is when this drain began. The drain ends when the observed node has no
 	// pods left to drain (Node.Pods), or by its timeouts.
 	FlagDraining
 	// FlagDeletingPods: the drain under way (FlagDraining) is forced: it
-	// deletes the node's pods instead of evicting them, and StageSince is
-	// when it was forced.
+	// deletes the node's pods instead of evicting them; in StageDrain,
+	// StageSince is when it was forced.
 	FlagDeletingPods
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
@@ -302,6 +309,8 @@ type Failures struct {
 	Update uint8
 	// Metadata counts metadata patches that did not converge.
 	Metadata uint8
+	// InPlace counts failed drains before an in-place update.
+	InPlace uint8
 }
 
 // bump returns n+1, saturating.

@@ -166,7 +166,7 @@ func (x *decider) seal() {
 		// gets the short period rather than being forgotten.
 		x.requeue(retry.Short)
 	}
-	if x.flowed && !waitsForNothing(st.Phase, x.deleted != 0, st.RetryAfter, x.now, x.in.Observer.Degraded, x.in.Problem) {
+	if x.flowed && !waitsForNothing(st.Phase, st.Stage, x.deleted != 0, st.RetryAfter, x.now, x.in.Observer.Degraded, x.in.Problem) {
 		x.decideWait()
 	}
 	d.Requeue, d.Period = x.wakeIn, x.wakePeriod

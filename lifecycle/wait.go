@@ -29,7 +29,9 @@ import (
 // until the creation timeout; a Failed one for its replacement (or the
 // retry of the deletion of an instance made on a stale node object); a
 // Running one for the retry time of a failed hot update or lookup, or
-// nothing; any other for nothing.
+// nothing, or, its node selected for an in-place update, for the drain
+// until it is forced; an InPlaceUpdating one for the node agent until the
+// in-place update timeout; any other for nothing.
 func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	if f.deleted != 0 {
 		return f.deletionWait(cfg, now)
@@ -81,12 +83,29 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
 		}
 		return Wait{For: WaitReplacement, Since: f.st.PhaseSince}
-	case phase.Running:
-		if retry {
-			// A failed hot update, or the lookup of an instance the
-			// status does not name.
-			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
+	case phase.Running, phase.InPlaceUpdating:
+		return f.updateWait(cfg, retry)
+	}
+	return Wait{}
+}
+
+// updateWait is wait for a Running or InPlaceUpdating machine; retry
+// reports that its retry time is ahead.
+func (f *waitFacts) updateWait(cfg *Config, retry bool) Wait {
+	switch {
+	case f.st.Phase == phase.InPlaceUpdating:
+		return Wait{For: WaitInPlaceUpdate, Since: f.st.PhaseSince, Until: f.deadline(f.st.PhaseSince, cfg.inPlaceUpdateTimeout(f.o))}
+	case retry:
+		// A failed hot update or in-place drain, or the lookup of an
+		// instance the status does not name.
+		return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
+	case f.st.Stage == StageInPlaceDrain:
+		// The drain before an in-place update, until it is forced.
+		var until Stamp
+		if !f.st.Flags.Has(FlagDeletingPods) {
+			until = f.st.StageSince.Add(cfg.drainTimeout(f.o))
 		}
+		return Wait{For: WaitDrain, Since: f.st.StageSince, Until: until}
 	}
 	return Wait{}
 }
@@ -139,10 +158,11 @@ func (f *waitFacts) deadline(since Stamp, timeout time.Duration) Stamp {
 }
 
 // waitsForNothing reports, cheaply, what the rule of wait says of the most
-// common machine: a Running one not being deleted, with nothing to retry, a
-// healthy observer and no problem waits for nothing and for no deadline.
-func waitsForNothing(p phase.Phase, deleting bool, retryAfter, now Stamp, degraded bool, problem Problem) bool {
-	return p == phase.Running && !deleting && retryAfter <= now && !degraded && problem == ProblemNone
+// common machine: a Running one not being deleted nor drained for an
+// in-place update, with nothing to retry, a healthy observer and no problem
+// waits for nothing and for no deadline.
+func waitsForNothing(p phase.Phase, s Stage, deleting bool, retryAfter, now Stamp, degraded bool, problem Problem) bool {
+	return p == phase.Running && s == StageNone && !deleting && retryAfter <= now && !degraded && problem == ProblemNone
 }
 
 // sooner returns the sooner of two stamps, 0 standing for none.
@@ -183,6 +203,7 @@ func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
 	st.RetryAfter, st.ProviderID, st.CreationFrom = m.retryAfter, m.providerID, m.creationFrom
 	o.Finalizer, o.ProviderID = m.finalizer, ""
 	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.creationTimeout, m.healthTimeout, m.drainTimeout
+	o.Overrides.InPlaceUpdateTimeout = m.inPlaceTimeout
 	o.Overrides.DisableHealthTimeout = m.disableHealthTimeout
 	in.Problem, in.Observer.Degraded, in.PredecessorTerminating = m.problem, m.observerDegraded, m.predecessorTerminating
 	in.Grant = Grant{Held: m.held.Time()}
@@ -204,7 +225,7 @@ func (x *decider) decideWait() {
 	st := x.st
 	x.d.Wait = x.wait(x.cfg, x.now)
 	at := x.d.Wait.Until
-	if x.deleted != 0 && st.Stage == StageDrain && st.Flags&flagsDrained == 0 {
+	if (x.deleted != 0 && st.Stage == StageDrain || st.Stage == StageInPlaceDrain) && st.Flags&flagsDrained == 0 {
 		for i := range st.Conditions {
 			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
 				at = sooner(at, c.Since.Add(x.cfg.ForceDrainAfter))

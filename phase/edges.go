@@ -80,6 +80,7 @@ var edges = [...]Edge{
 	{InPlaceUpdating, InPlaceUpdateSuccessful, "node agent reported success (H5)"},
 	{InPlaceUpdating, InPlaceUpdateFailed, "node agent reported failure or in-place timeout (H6, H8)"},
 	{InPlaceUpdateSuccessful, Running, "node healthy after the in-place update (H3)"},
+	{InPlaceUpdateSuccessful, Unknown, "node unhealthy or missing after the in-place update (H1, H4)"},
 	{InPlaceUpdateFailed, InPlaceUpdateSuccessful, "node agent reported success on retry (H5)"},
 	{InPlaceUpdateFailed, Failed, "health timeout with the fleet limiter's grant (H9, T4)"},
 }

@@ -74,6 +74,7 @@ type failures struct {
 	Delete   uint8 `json:"delete,omitempty"`
 	Update   uint8 `json:"update,omitempty"`
 	Metadata uint8 `json:"metadata,omitempty"`
+	InPlace  uint8 `json:"inPlace,omitempty"`
 }
 
 type operation struct {
@@ -153,7 +154,8 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 		Check:        check(m),
 	}
 	if f := st.Failures; f != (lifecycle.Failures{}) {
-		s.Failures = &failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata}
+		s.Failures = &failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata,
+			InPlace: f.InPlace}
 	}
 	if len(st.Metadata) > 0 {
 		s.Metadata = st.Metadata
@@ -355,7 +357,8 @@ func (s *state) into(st *lifecycle.Status) error {
 	}
 	st.Flags = s.Flags
 	if f := s.Failures; f != nil {
-		st.Failures = lifecycle.Failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata}
+		st.Failures = lifecycle.Failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata,
+			InPlace: f.InPlace}
 	}
 	st.Attempt, st.Seq = s.Attempt, s.Seq
 	st.ProviderID, st.NodeName, st.OwnerUID = s.ProviderID, s.Node, s.OwnerUID

@@ -1,0 +1,306 @@
+package lifecycle
+
+import (
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// The in-place update (MCM's node-agent protocol; rows U1-U8, I1-I5, H5, H6
+// and H8 in doc/mcm-rows.md). Three parties share a node: its owner (MCM's
+// MachineDeployment controller) labels it a candidate for the update and
+// then selects it; the lifecycle mirrors the labels into the node's
+// InPlaceUpdate condition, drains the selected node and only then tells the
+// node agent ReadyForUpdate; the agent updates the node and labels its
+// verdict, which moves the machine to InPlaceUpdateSuccessful (then Running
+// once healthy) or InPlaceUpdateFailed (then Failed after the health
+// timeout, through the fleet limiter).
+//
+// Decided here, where MCM leaves it open:
+//   - Only a Running machine's node is drained for an update: an unhealthy
+//     machine is recovered or replaced first. The drain is a stage of the
+//     status (StageInPlaceDrain) and its timeout counts from the stage's
+//     start, not from a condition's transition time another writer may move.
+//   - While an in-place update is under way (the drain, or a phase of the
+//     update), no hot update or metadata patch is asked: the owner paces
+//     in-place updates (its maxUnavailable), and an UpdateMachine racing
+//     the agent's rework of the node would apply to an instance in flux.
+//     A hot update waits until the machine is Running again.
+//   - A node InPlaceUpdateSuccessful whose node is unhealthy or missing is
+//     Unknown, so its health timeout applies; MCM leaves it there forever.
+//   - Deletion wins over an update at any point (checked first, as always).
+
+// inPlaceReason returns the reason of node n's InPlaceUpdate condition, ""
+// when it has none.
+func inPlaceReason(n *Node) string {
+	for i := range n.Conditions {
+		if n.Conditions[i].Type == ConditionInPlaceUpdate {
+			return n.Conditions[i].Reason
+		}
+	}
+	return ""
+}
+
+// inPlaceWant returns the InPlaceUpdate reason node n's labels call for
+// when its condition says reason (MCM's rows U2-U8, in their order), or ""
+// when the condition is as it should be.
+func inPlaceWant(n *Node, reason string) string {
+	u := n.Update
+	verdict := u&(UpdateSucceeded|UpdateFailed) != 0
+	switch {
+	case !u.Has(UpdateCandidate):
+		return "" // U2
+	case reason == "" || reason == ReasonUpdateSuccessful && !verdict:
+		return ReasonCandidateForUpdate // U3
+	case u.Has(UpdateSelected) && reason == ReasonCandidateForUpdate:
+		return ReasonSelectedForUpdate // U4
+	case u.Has(UpdateSelected) && reason == ReasonSelectedForUpdate:
+		return "" // U5: the drain follows
+	case u.Has(UpdateSucceeded) && reason != ReasonUpdateSuccessful:
+		return ReasonUpdateSuccessful // U6
+	case u.Has(UpdateFailed) && !u.Has(UpdateSucceeded) && reason != ReasonUpdateFailed:
+		return ReasonUpdateFailed // U7
+	}
+	return "" // U8
+}
+
+// selected reports whether node n's labels select it for an update the
+// agent has given no verdict on: its owner labelled it candidate and
+// selected, and it carries no update result.
+func selected(n *Node) bool {
+	return n.Update.Has(UpdateCandidate|UpdateSelected) && n.Update&(UpdateSucceeded|UpdateFailed) == 0
+}
+
+// selectedForUpdate reports whether node n, whose InPlaceUpdate condition
+// says reason, is selected for an update that has not begun: selected, and
+// its condition past the candidate's U3 (set, and not a verdict).
+func selectedForUpdate(n *Node, reason string) bool {
+	return selected(n) && reason != "" && reason != ReasonUpdateSuccessful && reason != ReasonUpdateFailed
+}
+
+// inPlaceCondition appends the write of node n's InPlaceUpdate condition
+// with reason.
+func (x *decider) inPlaceCondition(n *Node, reason string) {
+	e := x.put(KindSetNodeCondition)
+	e.Node, e.Key, e.Value, e.Message = n.Name, ConditionInPlaceUpdate, reason, inPlaceMessage(reason, n.UpdateFailedReason)
+}
+
+// syncInPlace brings node n's InPlaceUpdate condition in line with its
+// labels (U3, U4, U6, U7), at the start of a pass only: within a pass the
+// shell's cache may not show a write that ran yet. It reports whether it
+// emitted the write.
+func (x *decider) syncInPlace(n *Node) bool {
+	if n == nil || x.in.Outcome != nil {
+		return false // U1
+	}
+	want := inPlaceWant(n, inPlaceReason(n))
+	if want == "" {
+		return false
+	}
+	x.rule(RuleInPlaceCondition)
+	x.inPlaceCondition(n, want)
+	return true
+}
+
+// inPlace runs the in-place update of a Running machine whose node n is in
+// line (nil when it has none), after health: the drain under way, or the
+// drain of a node just selected, or the condition's sync. It reports
+// whether it decided; the hot update and metadata wait while it does.
+func (x *decider) inPlace(n *Node) bool {
+	st := x.st
+	if st.Stage == StageInPlaceDrain {
+		if n != nil && selected(n) {
+			x.inPlaceDraining(n)
+			return true
+		}
+		// Deselected, or the agent already gave its verdict: the drain
+		// ends. The node stays cordoned; its owner uncordons it.
+		x.rule(RuleInPlaceDeselected)
+		x.endInPlaceDrain()
+	}
+	if n == nil {
+		return false
+	}
+	if reason := inPlaceReason(n); selectedForUpdate(n, reason) {
+		// U4, I2: the drain begins. MCM drains a node whose condition
+		// says DrainSuccessful or ReadyForUpdate while its machine is
+		// Running only after the phase was lost; drained again, it
+		// finishes at once.
+		x.setStage(StageInPlaceDrain)
+		set(x, &st.Failures.InPlace, 0)
+		x.beginInPlaceDrain(n, reason, x.inPlaceForced(n))
+		return true
+	}
+	if x.syncInPlace(n) {
+		x.resync()
+		return true
+	}
+	return false
+}
+
+// inPlaceForced reports whether the drain before node n's update is
+// forced: by the machine's force-drain label, by the drain timeout counted
+// from the drain's start, or by a node NotReady or with a read-only
+// filesystem for ForceDrainAfter.
+func (x *decider) inPlaceForced(n *Node) bool {
+	o := &x.in.Object
+	return o.ForceDrain || x.elapsed(x.st.StageSince) >= x.cfg.drainTimeout(o) || x.conditionsForceDrain()
+}
+
+// beginInPlaceDrain emits the op that begins the drain of node n, whose
+// condition says reason: the condition SelectedForUpdate unless it says so
+// (U4), the cordon, and a first round of the drain.
+func (x *decider) beginInPlaceDrain(n *Node, reason string, force bool) {
+	if force {
+		x.act(RuleInPlaceDrainForce)
+	} else {
+		x.act(RuleInPlaceDrain)
+	}
+	if reason != ReasonSelectedForUpdate {
+		x.inPlaceCondition(n, ReasonSelectedForUpdate)
+	}
+	x.nodeEffect(KindCordon, n.Name, "", "")
+	x.drainEffect(n.Name, force)
+	x.requeue(retry.Short)
+}
+
+// inPlaceDraining follows the drain under way of node n: begun again after
+// a failure before it was under way, done when the node shows no pods left,
+// forced when its timeout passes, and in between a round of evictions
+// every EvictRetryInterval. Unlike a deletion's, it never goes on without
+// the drain: the agent is told only once the node is empty.
+func (x *decider) inPlaceDraining(n *Node) {
+	st := x.st
+	if x.holdRetry(RuleInPlaceDrainBackoff) {
+		return
+	}
+	force := x.inPlaceForced(n)
+	spent := x.elapsed(st.StageSince)
+	switch {
+	case !st.Flags.Has(FlagDraining):
+		x.beginInPlaceDrain(n, inPlaceReason(n), force)
+	case n.Pods <= 0:
+		x.inPlaceDrained(n)
+	case force && !st.Flags.Has(FlagDeletingPods):
+		x.act(RuleInPlaceDrainForce)
+		x.drainEffect(n.Name, true)
+		x.requeue(retry.Short)
+	case spent < x.cfg.EvictRetryInterval:
+		x.rule(RuleInPlaceDraining)
+		x.wake(x.cfg.EvictRetryInterval-spent, x.cfg.EvictRetryInterval)
+	default:
+		x.act(RuleInPlaceDrainRound)
+		x.drainEffect(n.Name, st.Flags.Has(FlagDeletingPods))
+		x.requeue(retry.Short)
+	}
+}
+
+// onInPlaceDrain decides on the outcome of an op of the drain before an
+// in-place update. When all of it ran, the drain is under way (forced when
+// the op was); a fresh decision records it done if the node shows no pods
+// left, else it waits for its next round. A write that failed fails the
+// drain, as MCM's I2 records it, and it is retried with backoff from Short
+// towards Medium.
+func (x *decider) onInPlaceDrain(o *Outcome) next {
+	st := x.st
+	if x.deleting() {
+		return fresh // deletion takes over; it drains the node itself
+	}
+	if o.Ran < o.OpID.Effects() {
+		x.pin(RuleInPlaceDrainFailed)
+		set(x, &st.Failures.InPlace, bump(st.Failures.InPlace))
+		x.setOp(lastop.Operation{Type: lastop.TypeDrainNode, State: lastop.StateProcessing, Desc: lastop.DescDrainFailed,
+			Detail: boundDetail(o.Error)})
+		x.retryLater(x.backoffTo(retry.Short, retry.Medium, st.Failures.InPlace))
+		return done
+	}
+	flags := st.Flags | FlagDraining
+	if o.OpID.Rule() == RuleInPlaceDrainForce {
+		flags |= FlagDeletingPods
+	}
+	set(x, &st.Flags, flags)
+	set(x, &st.RetryAfter, 0)
+	if n := x.node(); n == nil || n.Pods <= 0 || x.in.NodeReadFailed {
+		return fresh
+	}
+	x.rule(RuleInPlaceDraining)
+	wait := x.cfg.EvictRetryInterval
+	if !st.Flags.Has(FlagDeletingPods) {
+		// Looked at again no later than the drain is forced.
+		wait = max(min(wait, x.cfg.drainTimeout(&x.in.Object)-x.elapsed(st.StageSince)), 1)
+	}
+	x.wake(wait, x.cfg.EvictRetryInterval)
+	return done
+}
+
+// inPlaceDrained records node n drained for its update: the machine is
+// InPlaceUpdating, and the node's condition says DrainSuccessful, then
+// ReadyForUpdate, which lets the agent go on (I2, I4).
+func (x *decider) inPlaceDrained(n *Node) {
+	st := x.st
+	x.rule(RuleInPlaceDrained)
+	set(x, &st.Failures.InPlace, 0)
+	if !x.become(phase.InPlaceUpdating, RuleInPlaceDrained,
+		&lastop.Operation{Type: lastop.TypeInPlaceUpdate, State: lastop.StateProcessing, Desc: lastop.DescInPlaceUpdating}) {
+		return
+	}
+	x.inPlaceCondition(n, ReasonDrainSuccessful)
+	x.inPlaceCondition(n, ReasonReadyForUpdate)
+	x.requeue(retry.Medium)
+}
+
+// endInPlaceDrain ends the drain before an in-place update: no stage, no
+// drain under way.
+func (x *decider) endInPlaceDrain() {
+	x.setStage(StageNone)
+	x.endDrain()
+}
+
+// inPlaceUpdating decides for an InPlaceUpdating machine whose node n (nil
+// when it has none) the agent is updating: its verdict (H5, H6), the
+// in-place update timeout (H8), else ReadyForUpdate told again when the
+// condition does not say it (I4) and a wait (I3).
+func (x *decider) inPlaceUpdating(n *Node) {
+	st := x.st
+	switch {
+	case n != nil && n.Update.Has(UpdateSucceeded):
+		x.inPlaceUpdated(n)
+	case n != nil && n.Update.Has(UpdateFailed):
+		x.rule(RuleInPlaceFailed)
+		if x.become(phase.InPlaceUpdateFailed, RuleInPlaceFailed, &lastop.Operation{Type: lastop.TypeInPlaceUpdate,
+			State: lastop.StateFailed, Desc: lastop.DescInPlaceUpdateFailed, Detail: boundDetail(n.UpdateFailedReason)}) &&
+			inPlaceReason(n) != ReasonUpdateFailed {
+			x.inPlaceCondition(n, ReasonUpdateFailed) // U7
+		}
+		x.requeue(retry.Short)
+	case x.expired(st.PhaseSince, x.cfg.inPlaceUpdateTimeout(&x.in.Object)):
+		x.rule(RuleInPlaceTimeout)
+		x.become(phase.InPlaceUpdateFailed, RuleInPlaceTimeout, &lastop.Operation{Type: lastop.TypeInPlaceUpdate,
+			State: lastop.StateFailed, Desc: lastop.DescInPlaceTimeout, Elapsed: x.cfg.inPlaceUpdateTimeout(&x.in.Object)})
+		x.requeue(retry.Short)
+	case n != nil && inPlaceReason(n) != ReasonReadyForUpdate && x.in.Outcome == nil:
+		// I4: the phase proves the drain; the condition lost or never got
+		// the word (a write that failed, MCM's DrainSuccessful).
+		x.rule(RuleInPlaceReady)
+		x.inPlaceCondition(n, ReasonReadyForUpdate)
+		x.requeue(retry.Medium)
+	default:
+		// I3, I1: the agent works; its verdict is a node change, which
+		// the shell sees; the timeout wakes the machine at the latest.
+		x.rule(RuleInPlaceWaitAgent)
+		x.requeue(retry.Medium)
+	}
+}
+
+// inPlaceUpdated is H5: the agent updated the node of an InPlaceUpdating
+// or InPlaceUpdateFailed machine; its condition says UpdateSuccessful
+// (U6), and health makes the machine Running once the node is healthy.
+func (x *decider) inPlaceUpdated(n *Node) {
+	x.rule(RuleInPlaceUpdated)
+	if x.become(phase.InPlaceUpdateSuccessful, RuleInPlaceUpdated,
+		&lastop.Operation{Type: lastop.TypeInPlaceUpdate, State: lastop.StateSuccessful, Desc: lastop.DescInPlaceUpdated}) &&
+		inPlaceReason(n) != ReasonUpdateSuccessful {
+		x.inPlaceCondition(n, ReasonUpdateSuccessful)
+	}
+	x.requeue(retry.Short)
+}
