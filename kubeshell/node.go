@@ -49,7 +49,7 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 		})
 	case lifecycle.KindSetNodeCondition:
 		w, err := ns.Update(ctx, e.Node, true, true, func(n *corev1.Node) bool {
-			return SetCondition(n, corev1.NodeConditionType(e.Key), e.Value, lifecycle.ConditionMessage(e.Value), now)
+			return SetCondition(n, corev1.NodeConditionType(e.Key), e.Value, e.Message, now)
 		})
 		if err != nil {
 			// MCM's words for it, which the drain's failure quotes.

@@ -191,6 +191,31 @@ const (
 // Has reports whether every label of l is in s.
 func (s UpdateLabels) Has(l UpdateLabels) bool { return s&l == l }
 
+// UpdateLabelsOf returns the in-place update labels among a node's labels.
+func UpdateLabelsOf(labels map[string]string) UpdateLabels {
+	var u UpdateLabels
+	if _, ok := labels[CandidateForUpdateLabel]; ok {
+		u |= UpdateCandidate
+	}
+	if _, ok := labels[SelectedForUpdateLabel]; ok {
+		u |= UpdateSelected
+	}
+	switch labels[UpdateResultLabel] {
+	case UpdateResultSuccessful:
+		u |= UpdateSucceeded
+	case UpdateResultFailed:
+		u |= UpdateFailed
+	}
+	return u
+}
+
+// NeedsPods reports whether the shell must count the pods of the node it
+// read into Node.Pods: for a machine being deleted, and for a node
+// selected for an in-place update, both of which may be drained.
+func (in *Input) NeedsPods() bool {
+	return !in.Object.DeletionTime.IsZero() || in.Node.Update.Has(UpdateSelected)
+}
+
 // Found reports whether the node exists.
 func (n Node) Found() bool { return n.Name != "" }
 

@@ -58,6 +58,7 @@ func ObjectFrom(m *v1alpha1.Machine) lifecycle.Object {
 		b, err := strconv.ParseBool(v)
 		o.ForceDeletion = err == nil && b
 	}
+	o.ForceDrain = m.Labels[lifecycle.ForceDrainLabel] == "True"
 	return o
 }
 
@@ -68,6 +69,7 @@ func overridesFrom(m *v1alpha1.Machine) lifecycle.Overrides {
 		o.DrainTimeout = duration(c.MachineDrainTimeout)
 		o.HealthTimeout = duration(c.MachineHealthTimeout)
 		o.CreationTimeout = duration(c.MachineCreationTimeout)
+		o.InPlaceUpdateTimeout = duration(c.MachineInPlaceUpdateTimeout)
 		if c.MaxEvictRetries != nil {
 			o.MaxEvictRetries = *c.MaxEvictRetries
 		}
@@ -123,13 +125,15 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 	}
 	conditions, _ := conditionsFrom(n.Status.Conditions, nil) // a time out of range reads as unset
 	out := lifecycle.Node{
-		Name:            n.Name,
-		ProviderID:      n.Spec.ProviderID,
-		MachineName:     n.Labels[lifecycle.MachineNameLabel],
-		Zone:            n.Labels[lifecycle.ZoneLabel],
-		Conditions:      conditions,
-		Deleting:        n.DeletionTimestamp != nil,
-		VolumesAttached: len(n.Status.VolumesAttached),
+		Name:               n.Name,
+		ProviderID:         n.Spec.ProviderID,
+		MachineName:        n.Labels[lifecycle.MachineNameLabel],
+		Zone:               n.Labels[lifecycle.ZoneLabel],
+		Conditions:         conditions,
+		Deleting:           n.DeletionTimestamp != nil,
+		VolumesAttached:    len(n.Status.VolumesAttached),
+		Update:             lifecycle.UpdateLabelsOf(n.Labels),
+		UpdateFailedReason: n.Annotations[lifecycle.UpdateFailedReasonAnnotation],
 	}
 	for _, t := range n.Spec.Taints {
 		switch {

@@ -51,6 +51,7 @@ func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 	if b, err := strconv.ParseBool(m.Labels[lifecycle.ForceDeletionLabel]); err == nil {
 		o.ForceDeletion = b
 	}
+	o.ForceDrain = m.Labels[lifecycle.ForceDrainLabel] == "True"
 	problem := lifecycle.ProblemNone
 	c := &m.Spec.MachineConfiguration
 	ov := &o.Overrides
@@ -113,7 +114,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 		in.NodeReadFailed = true
 	} else if node != nil {
 		in.Node = nodeView(node)
-		if p.m.DeletionTimestamp != nil {
+		if in.NeedsPods() {
 			// The pods a drain must remove: the drain is done when none
 			// is left.
 			pods, err := r.nodes.PodsToDrain(ctx, node.Name)
@@ -154,12 +155,14 @@ func (r *Reconciler) nodeNamed(ctx context.Context, name string) lifecycle.Node 
 // nodeView returns what the lifecycle reads of a node.
 func nodeView(n *corev1.Node) lifecycle.Node {
 	v := lifecycle.Node{
-		Name:            n.Name,
-		ProviderID:      n.Spec.ProviderID,
-		MachineName:     n.Labels[lifecycle.MachineNameLabel],
-		Zone:            n.Labels[lifecycle.ZoneLabel],
-		Deleting:        n.DeletionTimestamp != nil,
-		VolumesAttached: len(n.Status.VolumesAttached),
+		Name:               n.Name,
+		ProviderID:         n.Spec.ProviderID,
+		MachineName:        n.Labels[lifecycle.MachineNameLabel],
+		Zone:               n.Labels[lifecycle.ZoneLabel],
+		Deleting:           n.DeletionTimestamp != nil,
+		VolumesAttached:    len(n.Status.VolumesAttached),
+		Update:             lifecycle.UpdateLabelsOf(n.Labels),
+		UpdateFailedReason: n.Annotations[lifecycle.UpdateFailedReasonAnnotation],
 	}
 	for _, c := range n.Status.Conditions {
 		cs := lifecycle.ConditionUnknown
