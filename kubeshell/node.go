@@ -25,8 +25,8 @@ type Nodes struct {
 // IsNodeEffect reports whether Apply carries out effects of kind k.
 func IsNodeEffect(k lifecycle.Kind) bool {
 	switch k {
-	case lifecycle.KindLabelNode, lifecycle.KindRemoveTaint, lifecycle.KindSetNodeCondition,
-		lifecycle.KindCordon, lifecycle.KindRemoveNodeFinalizer, lifecycle.KindDeleteNode:
+	case lifecycle.KindLabelNode, lifecycle.KindRemoveNodeLabel, lifecycle.KindRemoveTaint, lifecycle.KindSetNodeCondition,
+		lifecycle.KindCordon, lifecycle.KindUncordon, lifecycle.KindRemoveNodeFinalizer, lifecycle.KindDeleteNode:
 		return true
 	}
 	return false
@@ -41,6 +41,12 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 	switch e.Kind {
 	case lifecycle.KindLabelNode:
 		return ns.Update(ctx, e.Node, false, false, func(n *corev1.Node) bool { return SetKey(&n.Labels, e.Key, e.Value) })
+	case lifecycle.KindRemoveNodeLabel:
+		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
+			_, had := n.Labels[e.Key]
+			delete(n.Labels, e.Key)
+			return had
+		})
 	case lifecycle.KindRemoveTaint:
 		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
 			before := len(n.Spec.Taints)
@@ -60,6 +66,12 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
 			changed := !n.Spec.Unschedulable
 			n.Spec.Unschedulable = true
+			return changed
+		})
+	case lifecycle.KindUncordon:
+		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
+			changed := n.Spec.Unschedulable
+			n.Spec.Unschedulable = false
 			return changed
 		})
 	case lifecycle.KindRemoveNodeFinalizer:

@@ -68,9 +68,26 @@ func TestApplyNodeEffects(t *testing.T) {
 	if len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Reason != lifecycle.ReasonScaleDown {
 		t.Fatalf("conditions %+v", n.Status.Conditions)
 	}
+	// The owner's part of an in-place update: labels off, uncordoned.
+	for _, e := range []lifecycle.Effect{
+		{Kind: lifecycle.KindRemoveNodeLabel, Node: "n1", Key: lifecycle.MachineNameLabel},
+		{Kind: lifecycle.KindUncordon, Node: "n1"},
+	} {
+		if w, err := ns.Apply(ctx, &e, t0); w != lifecycle.WriteOK || err != nil {
+			t.Fatalf("%s: %s, %v", e.Kind, w, err)
+		}
+	}
+	if n = node(c, t, "n1"); n.Labels[lifecycle.MachineNameLabel] != "" || n.Spec.Unschedulable {
+		t.Fatalf("node %+v", n)
+	}
+	e := lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "n1"}
+	if w, err := ns.Apply(ctx, &e, t0); w != lifecycle.WriteOK || err != nil {
+		t.Fatal(w, err)
+	}
+	n = node(c, t, "n1")
 	rv := n.ResourceVersion
 	// Effects that find the node as asked write nothing.
-	e := lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "n1"}
+	e = lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "n1"}
 	if w, err := ns.Apply(ctx, &e, t0); w != lifecycle.WriteOK || err != nil {
 		t.Fatal(w, err)
 	}
@@ -87,6 +104,8 @@ func TestApplyNodeEffects(t *testing.T) {
 		lifecycle.KindDeleteNode:          lifecycle.WriteNotFound,
 		lifecycle.KindLabelNode:           lifecycle.WriteNotFound,
 		lifecycle.KindCordon:              lifecycle.WriteOK,
+		lifecycle.KindUncordon:            lifecycle.WriteOK,
+		lifecycle.KindRemoveNodeLabel:     lifecycle.WriteOK,
 		lifecycle.KindRemoveTaint:         lifecycle.WriteOK,
 		lifecycle.KindRemoveNodeFinalizer: lifecycle.WriteOK,
 		lifecycle.KindSetNodeCondition:    lifecycle.WriteOK,

@@ -308,6 +308,7 @@ func (x *decider) createInstance() {
 		// retry on the same key asks the same, as an idempotent provider
 		// answers with the first instance.
 		set(x, &st.AppliedGeneration, o.UpdateGeneration)
+		set(x, &st.InPlaceGeneration, o.InPlaceGeneration)
 	}
 	x.setStage(StageCreating)
 	if !x.cfg.NoTargetCluster {

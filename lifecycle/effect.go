@@ -25,6 +25,12 @@ const (
 
 	// KindLabelNode: set label Key to Value on node Node.
 	KindLabelNode
+	// KindRemoveNodeLabel: remove label Key from node Node. A node that no
+	// longer exists counts as done.
+	KindRemoveNodeLabel
+	// KindUncordon: mark node Node schedulable. A node that no longer
+	// exists counts as done.
+	KindUncordon
 	// KindRemoveTaint: remove the taint with key Key (every effect) from
 	// node Node. A node that no longer exists counts as done.
 	KindRemoveTaint
@@ -102,6 +108,10 @@ func (k Kind) String() string {
 		return "ensure-priority"
 	case KindLabelNode:
 		return "label-node"
+	case KindRemoveNodeLabel:
+		return "remove-node-label"
+	case KindUncordon:
+		return "uncordon"
 	case KindRemoveTaint:
 		return "remove-taint"
 	case KindSetNodeCondition:

@@ -121,6 +121,9 @@ func (x *decider) inPlace(n *Node) bool {
 	if n == nil {
 		return false
 	}
+	if x.in.Object.InPlaceGeneration != st.InPlaceGeneration && x.ownUpdate(n) {
+		return true
+	}
 	if reason := inPlaceReason(n); selectedForUpdate(n, reason) {
 		// U4, I2: the drain begins. MCM drains a node whose condition
 		// says DrainSuccessful or ReadyForUpdate while its machine is
@@ -303,4 +306,36 @@ func (x *decider) inPlaceUpdated(n *Node) {
 		x.inPlaceCondition(n, ReasonUpdateSuccessful)
 	}
 	x.requeue(retry.Short)
+}
+
+// ownUpdate plays the owner's part of the protocol for a machine whose
+// object asks an in-place update generation its node is not at, at the
+// start of a pass: it labels the node candidate and selected when it
+// carries no label of the protocol; once the agent's success brought the
+// machine Running again (the condition says UpdateSuccessful), it records
+// the generation, takes the labels off and uncordons the node. It reports
+// whether it emitted writes. A failed update is left as it is: the machine
+// ends Failed and is replaced.
+func (x *decider) ownUpdate(n *Node) bool {
+	if x.in.Outcome != nil {
+		return false
+	}
+	u := n.Update
+	switch {
+	case u == 0:
+		x.rule(RuleInPlaceRequest)
+		x.nodeEffect(KindLabelNode, n.Name, CandidateForUpdateLabel, "true")
+		x.nodeEffect(KindLabelNode, n.Name, SelectedForUpdateLabel, "true")
+	case u.Has(UpdateSucceeded) && inPlaceReason(n) == ReasonUpdateSuccessful:
+		x.rule(RuleInPlaceDone)
+		set(x, &x.st.InPlaceGeneration, x.in.Object.InPlaceGeneration)
+		x.nodeEffect(KindRemoveNodeLabel, n.Name, CandidateForUpdateLabel, "")
+		x.nodeEffect(KindRemoveNodeLabel, n.Name, SelectedForUpdateLabel, "")
+		x.nodeEffect(KindRemoveNodeLabel, n.Name, UpdateResultLabel, "")
+		x.nodeEffect(KindUncordon, n.Name, "", "")
+	default:
+		return false
+	}
+	x.resync()
+	return true
 }

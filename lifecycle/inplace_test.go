@@ -451,3 +451,48 @@ func TestInPlaceInterplay(t *testing.T) {
 		require.Equal(t, []string{conditionLine(lifecycle.ReasonSelectedForUpdate)}, d.Lines(), "U4's condition, as MCM, but no drain")
 	})
 }
+
+// A shell that owns its machines' in-place updates asks one through the
+// object's InPlaceGeneration: the lifecycle labels the node, and once the
+// agent's update brought the machine Running again, records the
+// generation, takes the labels off and uncordons the node.
+func TestInPlaceOwnRequest(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	t.Run("asked: the node is labelled candidate and selected", func(t *testing.T) {
+		in := inPlaceInput(0, "")
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceRequest, d.Rule)
+		require.Equal(t, []string{"label-node node-vm-1 " + lifecycle.CandidateForUpdateLabel + "=true",
+			"label-node node-vm-1 " + lifecycle.SelectedForUpdateLabel + "=true"}, d.Lines())
+		require.False(t, d.Changed)
+	})
+	t.Run("done: recorded, labels off, uncordoned", func(t *testing.T) {
+		in := inPlaceInput(selected|lifecycle.UpdateSucceeded, lifecycle.ReasonUpdateSuccessful)
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceDone, d.Rule)
+		require.Equal(t, int64(2), d.Status.InPlaceGeneration)
+		require.Equal(t, []string{"event Normal InPlaceUpdated (inplace.done)",
+			"remove-node-label node-vm-1 " + lifecycle.CandidateForUpdateLabel,
+			"remove-node-label node-vm-1 " + lifecycle.SelectedForUpdateLabel,
+			"remove-node-label node-vm-1 " + lifecycle.UpdateResultLabel, "uncordon node-vm-1"}, d.Lines())
+	})
+	t.Run("the generation asked is the one the node is at: nothing", func(t *testing.T) {
+		in := inPlaceInput(0, "")
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 2
+		require.Equal(t, lifecycle.RuleHealthy, step(t, cfg, in).Rule)
+	})
+	t.Run("a failed update is left to fail the machine", func(t *testing.T) {
+		in := inPlaceInput(selected|lifecycle.UpdateFailed, lifecycle.ReasonUpdateFailed)
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
+		require.Equal(t, lifecycle.RuleHealthy, step(t, cfg, in).Rule)
+	})
+	t.Run("a new instance is created at the generation asked", func(t *testing.T) {
+		in := newInput()
+		in.Object.InPlaceGeneration = 3
+		ds := run(t, cfg, in, notFound)
+		require.Equal(t, lifecycle.RuleCreateVMNotFound, ds[1].Rule)
+		require.Equal(t, int64(3), ds[1].Status.InPlaceGeneration)
+	})
+}

@@ -104,6 +104,16 @@ type Object struct {
 	// Running machine whose instance is at another generation gets an
 	// UpdateMachine; new instances are created at it.
 	UpdateGeneration int64
+	// InPlaceGeneration is the desired in-place update generation, for a
+	// shell that owns the in-place update of its machines itself (the
+	// project's controller; for MCM's machines the MachineDeployment
+	// controller labels the nodes, and the shell leaves it 0). While it
+	// differs from the status' InPlaceGeneration, a Running machine's node
+	// is labelled candidate and selected for an update; once the node
+	// agent's update brought the machine Running again, the generation is
+	// recorded, and the labels are taken off and the node uncordoned. New
+	// instances are created at it.
+	InPlaceGeneration int64
 	// Metadata is the desired instance metadata (read-only). The instance must
 	// also carry the machine's UID as its owner: the lifecycle compares both
 	// with what GetMachineStatus reports and patches every difference with one

@@ -373,6 +373,14 @@ const (
 	// RuleInPlaceTimeout: the in-place update passed its timeout without a
 	// verdict (H8).
 	RuleInPlaceTimeout
+	// RuleInPlaceRequest: the object asks an in-place update generation the
+	// node is not at; label the node candidate and selected (the owner's
+	// part, for a shell that owns it).
+	RuleInPlaceRequest
+	// RuleInPlaceDone: the in-place update asked brought the machine
+	// Running again; record the generation, take the labels off and
+	// uncordon the node.
+	RuleInPlaceDone
 
 	ruleCount
 )

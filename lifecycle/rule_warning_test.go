@@ -14,7 +14,7 @@ import (
 func TestRuleWarningsAreTheEventsOfTrouble(t *testing.T) {
 	normal := map[string]bool{"InstanceCreated": true, "InstanceReady": true, "MachineAvailable": true,
 		"MachineRunning": true, "MachineTerminating": true, "HotUpdateApplied": true,
-		"InPlaceUpdating": true, "InPlaceUpdateSuccessful": true}
+		"InPlaceUpdating": true, "InPlaceUpdateSuccessful": true, "InPlaceUpdated": true}
 	for _, r := range lifecycle.Rules() {
 		switch ev := r.Event(); {
 		case ev == "":

@@ -242,4 +242,6 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleInPlaceUpdated:            {id: "inplace.updated", text: "the node agent updated the node", event: "InPlaceUpdateSuccessful"},
 	RuleInPlaceFailed:             {id: "inplace.failed", text: "the node agent could not update the node", event: "InPlaceUpdateFailed", warn: true},
 	RuleInPlaceTimeout:            {id: "inplace.timeout", text: "the in-place update did not finish within its timeout", event: "InPlaceUpdateFailed", warn: true},
+	RuleInPlaceRequest:            {id: "inplace.request", text: "asking the node's in-place update: labelling it candidate and selected"},
+	RuleInPlaceDone:               {id: "inplace.done", text: "the in-place update asked is done; taking the labels off and uncordoning the node", event: "InPlaceUpdated"},
 }

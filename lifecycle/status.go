@@ -67,6 +67,10 @@ type Status struct {
 	// AppliedGeneration is the hot-update generation the instance is at: the
 	// one it was created at, or the last one UpdateMachine applied.
 	AppliedGeneration int64
+	// InPlaceGeneration is the in-place update generation the node is at:
+	// the one its instance was created at, or the last one an in-place
+	// update the lifecycle asked for brought (Object.InPlaceGeneration).
+	InPlaceGeneration int64
 	// RejectedGeneration is the hot-update generation the provider could not
 	// apply in place; while it is the desired one, the machine needs
 	// replacement (FlagNeedsReplacement) and no update is asked.

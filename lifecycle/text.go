@@ -22,11 +22,11 @@ func (e Effect) String() string {
 		return e.Kind.String() + " " + e.Value
 	case KindLabelNode:
 		return e.Kind.String() + " " + e.Node + " " + e.Key + "=" + e.Value
-	case KindRemoveTaint, KindRemoveNodeFinalizer:
+	case KindRemoveTaint, KindRemoveNodeFinalizer, KindRemoveNodeLabel:
 		return e.Kind.String() + " " + e.Node + " " + e.Key
 	case KindSetNodeCondition:
 		return e.Kind.String() + " " + e.Node + " " + e.Key + "=True reason=" + e.Value
-	case KindCordon, KindDeleteVolumeAttachments, KindDeleteNode:
+	case KindCordon, KindUncordon, KindDeleteVolumeAttachments, KindDeleteNode:
 		return e.Kind.String() + " " + e.Node
 	case KindDrain:
 		s := e.Kind.String() + " " + e.Node

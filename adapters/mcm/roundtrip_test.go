@@ -167,6 +167,7 @@ func statusGen() *rapid.Generator[lifecycle.Status] {
 			OwnerUID:           text.Draw(t, "ownerUID"),
 			AppliedGeneration:  rapid.Int64().Draw(t, "applied"),
 			RejectedGeneration: rapid.Int64().Draw(t, "rejected"),
+			InPlaceGeneration:  rapid.Int64().Draw(t, "inplace"),
 			MetadataObserved:   stamp.Draw(t, "metadataObserved"),
 			MetadataSince:      stamp.Draw(t, "metadataSince"),
 			CreationFrom:       stamp.Draw(t, "creationFrom"),
@@ -237,7 +238,7 @@ func TestEveryStatusFieldIsMapped(t *testing.T) {
 	require.Equal(t, []string{
 		"Phase", "Stage", "Flags", "Failures", "Attempt", "Seq", "PhaseSince", "StageSince", "RetryAfter",
 		"LastOp", "ProviderID", "NodeName", "LastKnownState", "Addresses", "Conditions", "OwnerUID",
-		"AppliedGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince", "CreationFrom",
+		"AppliedGeneration", "InPlaceGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince", "CreationFrom",
 		"UIDHash",
 	}, names(lifecycle.Status{}))
 	require.Equal(t, []string{"Create", "Health", "Delete", "Update", "Metadata", "InPlace"}, names(lifecycle.Failures{}))

@@ -53,6 +53,7 @@ type state struct {
 	OwnerUID     string            `json:"ownerUID,omitempty"`
 	Applied      int64             `json:"appliedGeneration,omitempty"`
 	Rejected     int64             `json:"rejectedGeneration,omitempty"`
+	InPlace      int64             `json:"inPlaceGeneration,omitempty"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
 	MetaSeen     string            `json:"metadataObserved,omitempty"`
 	MetaSince    string            `json:"metadataSince,omitempty"`
@@ -148,6 +149,7 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 		OwnerUID:     st.OwnerUID,
 		Applied:      st.AppliedGeneration,
 		Rejected:     st.RejectedGeneration,
+		InPlace:      st.InPlaceGeneration,
 		MetaSeen:     stampText(st.MetadataObserved),
 		MetaSince:    stampText(st.MetadataSince),
 		CreationFrom: stampText(st.CreationFrom),
@@ -362,7 +364,7 @@ func (s *state) into(st *lifecycle.Status) error {
 	}
 	st.Attempt, st.Seq = s.Attempt, s.Seq
 	st.ProviderID, st.NodeName, st.OwnerUID = s.ProviderID, s.Node, s.OwnerUID
-	st.AppliedGeneration, st.RejectedGeneration = s.Applied, s.Rejected
+	st.AppliedGeneration, st.RejectedGeneration, st.InPlaceGeneration = s.Applied, s.Rejected, s.InPlace
 	if len(s.Metadata) > 0 {
 		st.Metadata = maps.Clone(s.Metadata)
 	}

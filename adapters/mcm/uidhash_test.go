@@ -22,7 +22,7 @@ type releasedState struct {
 	PhaseSince     string            `json:"phaseSince,omitempty"`
 	RetryAfter     string            `json:"retryAfter,omitempty"`
 	Flags          lifecycle.Flags   `json:"flags,omitempty"`
-	Failures       *failures         `json:"failures,omitempty"`
+	Failures       *releasedFailures `json:"failures,omitempty"`
 	Attempt        uint32            `json:"attempt,omitempty"`
 	Seq            uint32            `json:"seq,omitempty"`
 	ProviderID     string            `json:"providerID,omitempty"`
@@ -39,14 +39,29 @@ type releasedState struct {
 	Check          string            `json:"check"`
 }
 
+// releasedFailures is the JSON of the failures as the release of
+// 2026-11-24 decodes them.
+type releasedFailures struct {
+	Create   uint8 `json:"create,omitempty"`
+	Health   uint8 `json:"health,omitempty"`
+	Delete   uint8 `json:"delete,omitempty"`
+	Update   uint8 `json:"update,omitempty"`
+	Metadata uint8 `json:"metadata,omitempty"`
+}
+
 // A status that holds the UID's hash writes the same StateAnnotation as
 // without it, which the previous release decodes (it refuses unknown
 // fields); the hash is in an annotation of its own, which that release
 // never reads. Read back without that annotation, as the previous release
-// reads it, the status is the same but for the hash.
+// reads it, the status is the same but for the hash. The in-place update's
+// state (the stage in-place-drain, InPlaceGeneration, Failures.InPlace),
+// new since, is written only for a machine that had an in-place update;
+// the previous release refuses such a machine's annotation (CHANGELOG.md
+// says so).
 func TestPreviousReleaseReadsAStatusWithUIDHash(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		st := statusGen().Draw(t, "status")
+		st.InPlaceGeneration, st.Failures.InPlace = 0, 0
 		st.UIDHash = retry.HashKey("uid-1")
 		now := time.Unix(1.76e9, 5)
 		with, without := newMachine(), newMachine()

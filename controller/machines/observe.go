@@ -32,15 +32,16 @@ const (
 // problem found reading it.
 func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 	o := lifecycle.Object{
-		Name:             m.Name,
-		UID:              string(m.UID),
-		CreationTime:     m.CreationTimestamp.Time,
-		Finalizer:        controllerutil.ContainsFinalizer(m, lifecycle.Finalizer),
-		NodeLabel:        m.Labels[lifecycle.NodeLabel],
-		ProviderID:       m.Spec.ProviderID,
-		Priority:         m.Annotations[lifecycle.PriorityAnnotation],
-		UpdateGeneration: m.Spec.UpdateGeneration,
-		Metadata:         m.Spec.InstanceMetadata,
+		Name:              m.Name,
+		UID:               string(m.UID),
+		CreationTime:      m.CreationTimestamp.Time,
+		Finalizer:         controllerutil.ContainsFinalizer(m, lifecycle.Finalizer),
+		NodeLabel:         m.Labels[lifecycle.NodeLabel],
+		ProviderID:        m.Spec.ProviderID,
+		Priority:          m.Annotations[lifecycle.PriorityAnnotation],
+		UpdateGeneration:  m.Spec.UpdateGeneration,
+		InPlaceGeneration: m.Spec.InPlaceGeneration,
+		Metadata:          m.Spec.InstanceMetadata,
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil {
 		o.Owner = string(ref.UID)

@@ -73,7 +73,7 @@ func StatusOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) Machin
 			RetryAfter: stampText(st.RetryAfter),
 			Flags:      FlagNames(st.Flags),
 			Failures: Failures{Create: st.Failures.Create, Health: st.Failures.Health, Delete: st.Failures.Delete,
-				Update: st.Failures.Update, Metadata: st.Failures.Metadata},
+				Update: st.Failures.Update, Metadata: st.Failures.Metadata, InPlace: st.Failures.InPlace},
 			Attempt:    st.Attempt,
 			Seq:        st.Seq,
 			ProviderID: st.ProviderID,
@@ -82,6 +82,7 @@ func StatusOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) Machin
 			OwnerUID:           st.OwnerUID,
 			AppliedGeneration:  st.AppliedGeneration,
 			RejectedGeneration: st.RejectedGeneration,
+			InPlaceGeneration:  st.InPlaceGeneration,
 			Metadata:           st.Metadata,
 			MetadataObserved:   stampText(st.MetadataObserved),
 			MetadataSince:      stampText(st.MetadataSince),
@@ -160,9 +161,10 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	st.Flags, err = ParseFlags(l.Flags)
 	errs = append(errs, err)
 	st.Failures = lifecycle.Failures{Create: l.Failures.Create, Health: l.Failures.Health, Delete: l.Failures.Delete,
-		Update: l.Failures.Update, Metadata: l.Failures.Metadata}
+		Update: l.Failures.Update, Metadata: l.Failures.Metadata, InPlace: l.Failures.InPlace}
 	st.Attempt, st.Seq, st.ProviderID = l.Attempt, l.Seq, l.ProviderID
 	st.OwnerUID, st.AppliedGeneration, st.RejectedGeneration = l.OwnerUID, l.AppliedGeneration, l.RejectedGeneration
+	st.InPlaceGeneration = l.InPlaceGeneration
 	st.Metadata = l.Metadata
 	st.MetadataObserved, err = parseStamp("metadataObserved", l.MetadataObserved)
 	errs = append(errs, err)

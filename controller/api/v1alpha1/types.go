@@ -59,6 +59,15 @@ type MachineSpec struct {
 	// in place. Raising it asks the provider to update the instance.
 	// +optional
 	UpdateGeneration int64 `json:"updateGeneration,omitempty"`
+	// InPlaceGeneration is the desired in-place update generation of the
+	// machine's node. Raising it asks the node agent to update the node in
+	// place: the controller labels the node candidate and selected for an
+	// update, drains it, tells the agent ReadyForUpdate, and once the
+	// agent's update succeeded and the node is healthy takes the labels off
+	// and uncordons the node. The agent reads what to install from its own
+	// configuration.
+	// +optional
+	InPlaceGeneration int64 `json:"inPlaceGeneration,omitempty"`
 	// InstanceMetadata is the metadata (tags, labels) the instance must
 	// carry at the provider.
 	// +optional
@@ -264,6 +273,9 @@ type LifecycleState struct {
 	// not apply in place.
 	// +optional
 	RejectedGeneration int64 `json:"rejectedGeneration,omitempty"`
+	// InPlaceGeneration is the in-place update generation the node is at.
+	// +optional
+	InPlaceGeneration int64 `json:"inPlaceGeneration,omitempty"`
 	// Metadata is the instance metadata last observed, restricted to the
 	// keys the lifecycle manages.
 	// +optional
@@ -302,6 +314,9 @@ type Failures struct {
 	// Metadata counts metadata patches that did not converge.
 	// +optional
 	Metadata uint8 `json:"metadata,omitempty"`
+	// InPlace counts failed drains before an in-place update.
+	// +optional
+	InPlace uint8 `json:"inPlace,omitempty"`
 }
 
 // Operation is the structured form of the last operation: which of MCM's
