@@ -5,7 +5,10 @@
 #     other fault off: -only KNOB) at 10 times its default (-fault-scale 10;
 #     rates are capped at what a probability allows, see
 #     fleetsim.Options.SetFaults), then every knob together at its default and
-#     at 3 times;
+#     at 3 times, and every knob at its default with one of three zones down
+#     for an hour, the limiter's zone protection on (-zone-outage 1h: the
+#     zone's machines held, the other zones' replaced, the zone's own once
+#     their hold is over);
 #   - 10,000 machines without a target cluster (machines end Available);
 #   - two settings that once broke the lifecycle: stale node names with
 #     unreadable nodes, and clock jumps of up to six hours on half the steps;
@@ -59,6 +62,7 @@ for seed in 1 2 3; do
 	done
 	run -machines 10000 -seed "$seed"
 	run -machines 10000 -seed "$seed" -fault-scale 3
+	run -machines 10000 -seed "$seed" -zone-outage 1h
 done
 run -machines 10000 -seed 1 -no-target-cluster
 run -machines 10000 -seed 2 -stale-node 0.05 -node-read-fail 0.05

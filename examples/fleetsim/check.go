@@ -286,10 +286,7 @@ func (w *shard) checkReplacements(mi int32) {
 			n++
 		}
 	}
-	limit := w.cfg.Replacements.Count
-	if p := w.cfg.Replacements.Percent; p > 0 {
-		limit = max(1, (total*p+99)/100)
-	}
+	limit := w.replacementLimit(total)
 	if n <= limit {
 		return
 	}
@@ -303,6 +300,15 @@ func (w *shard) checkReplacements(mi int32) {
 	}
 	w.violation(mi, fmt.Sprintf("a grant saved while its owner %s has %d replacements in flight, more than its limit %d: %s",
 		o.uid, n, limit, strings.Join(which, ", ")))
+}
+
+// replacementLimit returns Config.Replacements for an owner of total
+// machines: the count, or the share rounded up, at least one.
+func (w *shard) replacementLimit(total int) int {
+	if p := w.cfg.Replacements.Percent; p > 0 {
+		return max(1, (total*p+99)/100)
+	}
+	return w.cfg.Replacements.Count
 }
 
 // inFlight says why machine x counts as a replacement in flight of its

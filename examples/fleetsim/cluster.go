@@ -75,7 +75,7 @@ func (w *shard) shellObserver() lifecycle.Observer {
 func (w *shard) nodeView(i int32) lifecycle.Node {
 	x, n := w.vm(i), &w.inst[i].node
 	v := lifecycle.Node{Name: x.NodeName, ProviderID: x.ProviderID, Conditions: n.conds, Taints: n.taints,
-		Deleting: n.deleting, VolumesAttached: int(n.volumes), Pods: int(n.pods)}
+		Deleting: n.deleting, VolumesAttached: int(n.volumes), Pods: int(n.pods), Zone: zoneName(n.zone)}
 	if w.o.broken.fakeDrain {
 		v.Pods = 0 // test hook: the shell never counts the pods left
 	}
@@ -114,6 +114,9 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	}
 	in.TokenExists = m.bits&mToken != 0
 	in.Grant = lifecycle.Grant{Fail: m.bits&mGrant != 0}
+	if w.held != nil {
+		in.Grant.Held = w.heldUntil(mi)
+	}
 	in.PredecessorTerminating = w.predecessorTerminating(m) && !w.o.broken.noPredecessor
 	in.NodeReadFailed = false
 	i := w.findNode(m)
@@ -131,9 +134,10 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 }
 
 // register is the kubelet of instance i registering its node: NotReady,
-// with the startup taint, Ready when it finished booting. Pods land on it
-// once the startup taint is removed (KindRemoveTaint), unless it is
-// cordoned or was drained.
+// with the startup taint and its zone label, Ready when it finished
+// booting (unless its zone is down). Pods land on it once the startup
+// taint is removed (KindRemoveTaint), unless it is cordoned or was
+// drained.
 func (w *shard) register(i int32) {
 	in := &w.inst[i]
 	n := &in.node
@@ -142,6 +146,7 @@ func (w *shard) register(i int32) {
 	}
 	n.exists, n.registered, n.finalizer = true, true, true
 	n.taints = lifecycle.InstanceNotReady
+	w.registersInZone(i)
 	if w.chance(0.3) {
 		n.volumes, n.attach = 1, 1
 	}
@@ -156,7 +161,7 @@ func (w *shard) register(i int32) {
 
 // rejoin is the kubelet of instance i registering its node again after the
 // node object was deleted: a new object, with the startup taint and
-// without labels.
+// without labels but the zone label the kubelet sets.
 func (w *shard) rejoin(i int32) {
 	in := &w.inst[i]
 	n := &in.node

@@ -6,7 +6,11 @@
 //
 // # What happens
 //
-// Owners (MachineSets) create their machines over a ramp. Each machine is
+// Owners (MachineSets) create their machines over a ramp, spread over
+// Options.Zones zones in turn; each node carries its instance's zone in its
+// topology.kubernetes.io/zone label (lifecycle.ZoneLabel), which the shell
+// reads into lifecycle.Node.Zone, for the steps and for the limiter's fleet
+// view, as a real shell reads it from the node. Each machine is
 // reconciled by lifecycle/pass.Run (persist first, effects in order,
 // outcome fed back, requeue) over a shell that draws the run's faults where
 // the pass meets them, without allocating: machines live in a slice of
@@ -62,6 +66,20 @@
 // NoTargetCluster runs the fleet without a target cluster: no node is ever
 // registered, and machines end Available.
 //
+// The zone outage (Options.ZoneOutage, flag -zone-outage) is off unless a
+// run asks for it, and is no knob: every node of one zone, drawn from the
+// seed, turns NotReady at a random time of the active period for that
+// long, and so do the nodes that register in the zone meanwhile, while the
+// other faults go on making machines of every zone unhealthy; the zone's
+// nodes recover within two minutes of its end. The observer stays
+// healthy: the zone is down, not the controller's view of it. Turn the
+// limiter's zone protection on with it (Config.ZoneOutage): the command's
+// -zone-outage turns on DefaultZoneProtection, three machines and half of
+// an owner's unhealthy ones in one zone, held for up to 30 minutes past
+// the health timeout, unless -zone-protection sets another or turns it
+// off. The limiter's grants carry the time a machine is held
+// (lifecycle.Grant.Held) to the machine's steps.
+//
 // Nodes start with the startup taint and no pods; pods land on a node once
 // the lifecycle removes the taint, unless it is cordoned or drained, and
 // go with a deleted node object.
@@ -104,6 +122,28 @@
 // much as it is wrong, so the checks of the predecessor's wait and of the
 // health timeout allow the clock faults' maximum (the shard's offset, plus
 // ClockJumpMax when clock jumps are on).
+//
+// With a zone outage, or the limiter's zone protection asked for, the world
+// also judges the limiter by zone, against the protection the options ask
+// for (Options.Config.ZoneOutage), from its own census of each owner's
+// machines that ran, are not being deleted, and whose instance's node it
+// sees NotReady or gone, by the zone label of that node (a node object
+// deleted shows no zone, and its machine is of no known zone to the
+// limiter too). While a zone is down for an owner as the world sees it
+// (at least Count and Percent of the owner's unhealthy machines in it,
+// counting only those unhealthy for two minutes, which the lifecycle has
+// surely marked Unknown, with a margin for those with a problem), the
+// limiter grants none of its machines its replacement (the grant a machine
+// must hold to be marked Failed by the health timeout) before the machine
+// has been unhealthy, as the world saw it, for its health timeout and the
+// hold. And after every fleet pass, a machine the world has seen unhealthy
+// past its health timeout (in a zone that is surely up: healthy zones are
+// still replaced during an outage), or past its health timeout and the
+// hold (in any zone: no machine is held longer), holds a grant, unless its
+// owner's replacements in flight, counted as high as the limiter can count
+// them, are at the limit; the world allows a fleet pass and two minutes
+// for the lifecycle to notice, and counts from the end of a problem of the
+// machine or of its class. Both allow the clock faults' maximum too.
 //
 // At the end: every machine is gone or in an end state (Running or
 // Available, Failed awaiting replacement, needing replacement), none is

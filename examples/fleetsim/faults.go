@@ -13,7 +13,8 @@ import (
 // one at a time. The magnitudes that shape a fault without making it more
 // frequent (ClockJumpMax, FlapMin and FlapMax, CacheLagMax, ProblemMax) and
 // the latency of driver calls, which is the environment rather than a
-// fault, are not knobs.
+// fault, are not knobs. Nor is the zone outage (Options.ZoneOutage): it is
+// off unless a run asks for it, and a run that does keeps it as given.
 
 // knobKind is how a knob is turned off and scaled.
 type knobKind uint8

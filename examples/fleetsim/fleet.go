@@ -172,11 +172,14 @@ func (w *shard) mayBeGranted(m *machine) bool {
 }
 
 // limit computes the fleet limiter's grants of owner oi's machines and
-// hands them to the machines. With the FleetLag fault the fleet view lags
+// hands them to the machines, with the time the limiter holds a machine
+// back for its zone's outage. With the FleetLag fault the fleet view lags
 // behind the API server by up to FleetLag: a machine created within the
 // lag whose status the controller never saved is missing from it, and a
 // deletion requested within the lag is not shown. The statuses the
-// controller saved are shown as saved, as the limiter's contract asks.
+// controller saved are shown as saved, as the limiter's contract asks;
+// each machine's zone is its node's zone label. With zoneChecks the world
+// judges the grants by zone (checkZoneGrant, checkZoneLiveness).
 func (w *shard) limit(oi int32) {
 	o := &w.owners[oi]
 	members, idxs := w.members[:0], w.idxs[:0]
@@ -195,6 +198,7 @@ func (w *shard) limit(oi int32) {
 			continue
 		}
 		in.Object, in.Status = m.obj, m.st
+		in.Node.Zone = w.shellZone(m)
 		if w.o.broken.hideInFlight && (m.st.Phase != phase.Unknown || m.deleting()) {
 			// Test hook: a view without the controller's own writes.
 			in.Status.Phase, in.Status.Flags, in.Object.DeletionTime = phase.Running, 0, time.Time{}
@@ -215,14 +219,22 @@ func (w *shard) limit(oi int32) {
 	w.members, w.idxs = members, idxs
 	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), in.Observer, members)
 	w.stats.LimitCalls++
+	var c census
+	checks := w.zoneChecks && w.takeCensus(o, &c)
 	for k, g := range w.grants {
 		mi := idxs[k]
 		m := &w.machines[mi]
+		if w.held != nil || !g.Held.IsZero() {
+			w.hold(mi, g.Held)
+		}
 		if g.Fail == (m.bits&mGrant != 0) {
 			continue
 		}
 		w.account(mi, -1)
 		if g.Fail {
+			if checks && !m.st.Flags.Has(lifecycle.FlagGranted) {
+				w.checkZoneGrant(mi, &c)
+			}
 			m.bits |= mGrant
 			w.stats.Grants++
 			if w.tracing(mi) {
@@ -236,6 +248,9 @@ func (w *shard) limit(oi int32) {
 			m.bits &^= mGrant
 		}
 		w.account(mi, 1)
+	}
+	if checks {
+		w.checkZoneLiveness(o, &c, len(members), lag)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 // The faults of what the controller reads and when: writes that reach its
 // informer cache late, outcomes of older decisions fed again (to a step of
 // their own before the pass: pass.Run feeds a pass only its own decisions'
-// outcomes), the observer degrading in the middle of a pass, and the
-// force-deletion label.
+// outcomes), the observer degrading in the middle of a pass, problems of
+// machines and of their classes, and the force-deletion label.
 
 // lagWrite is called before another party writes machine mi's object at
 // time now (its owner requests its deletion, changes its spec, sets the
@@ -171,4 +171,64 @@ func (w *shard) forceLabel(mi int32) {
 		w.note(mi, "someone sets the force-deletion label")
 	}
 	w.enqueue(mi, w.now)
+}
+
+// problemTok packs a problem of kind, lasting 30 seconds to ProblemMax,
+// into an event token: the kind in the low three bits, the seconds above.
+func (w *shard) problemTok(kind lifecycle.Problem) uint32 {
+	secs := w.between(30*time.Second, w.o.ProblemMax) / int64(time.Second)
+	return uint32(secs)<<3 | uint32(kind)
+}
+
+// problemEvent starts or ends a machine's or a class's problem. Each start
+// and end reconciles the machines concerned, as a watch event on the
+// machine or its class would.
+func (w *shard) problemEvent(e *event) {
+	kind, secs := uint8(e.tok&7), int64(e.tok>>3)
+	switch e.kind {
+	case evProblem:
+		m := &w.machines[e.idx]
+		if !w.faulty || m.gone() || m.problem != 0 {
+			return
+		}
+		m.problem = kind
+		w.stats.MachineProblems++
+		if w.tracing(e.idx) {
+			w.note(e.idx, "the machine has a problem: "+lifecycle.Problem(kind).String()+" for "+strconv.FormatInt(secs, 10)+"s")
+		}
+		w.push(w.now+secs*int64(time.Second), evProblemEnd, e.idx, 0)
+		w.enqueue(e.idx, w.now)
+	case evProblemEnd:
+		w.machines[e.idx].problem = 0
+		if w.zoneChecks {
+			if w.problemEnded == nil {
+				w.problemEnded = make(map[int32]int64)
+			}
+			w.problemEnded[e.idx] = w.now
+		}
+		if w.tracing(e.idx) {
+			w.note(e.idx, "the machine's problem is fixed")
+		}
+		w.enqueue(e.idx, w.now)
+	case evClassProblem, evClassProblemEnd:
+		o := &w.owners[e.idx]
+		if e.kind == evClassProblem {
+			if !w.faulty || o.problem != 0 {
+				return
+			}
+			o.problem = kind
+			w.classProblems++
+			w.stats.ClassProblems++
+			w.push(w.now+secs*int64(time.Second), evClassProblemEnd, e.idx, 0)
+		} else {
+			o.problem, o.problemEnd = 0, w.now
+			w.classProblems--
+		}
+		for _, mi := range o.list {
+			if w.tracing(mi) {
+				w.note(mi, "its class's problem: "+lifecycle.Problem(o.problem).String())
+			}
+			w.enqueue(mi, w.now)
+		}
+	}
 }

@@ -19,6 +19,11 @@ type Options struct {
 	// PerOwner is the number of machines of one owner (a MachineSet); the
 	// fleet limiter works per owner.
 	PerOwner int
+	// Zones is how many zones each owner spreads its machines over, round
+	// robin (0: none). A node carries its instance's zone in its
+	// lifecycle.ZoneLabel label, which the shell reads into
+	// lifecycle.Node.Zone.
+	Zones int
 	// Seed seeds every random choice. The same seed and Shards give the same
 	// run and the same report, bit for bit.
 	Seed uint64
@@ -96,6 +101,14 @@ type Options struct {
 	// the share of nodes that turn NotReady during it.
 	Outage         time.Duration
 	OutageNotReady float64
+	// ZoneOutage is how long every node of one zone, drawn from the seed,
+	// is NotReady, once, at a random time of the active period (0: never);
+	// nodes that register in the zone meanwhile are NotReady too. The
+	// observer stays healthy: the zone is down, not the controller's view
+	// of it. It is not a fault knob (SetFaults leaves it as it is); turn on
+	// the limiter's protection with it (Config.ZoneOutage,
+	// DefaultZoneProtection).
+	ZoneOutage time.Duration
 	// StaleNode is the probability that a CreateMachine names the node of
 	// an earlier, deleted instance (the stale-node case, MCM A5).
 	StaleNode float64
@@ -204,6 +217,12 @@ type brokenWorld struct {
 	hideInFlight bool
 	// noTolerance: the checks allow nothing for the clock faults.
 	noTolerance bool
+	// noZoneProtection: the lifecycle runs with Config.ZoneOutage off,
+	// while the checks hold it to the protection the options ask for.
+	noZoneProtection bool
+	// holdEveryZone: the lifecycle runs with a protection that holds every
+	// zone with an unhealthy machine for ten hours.
+	holdEveryZone bool
 }
 
 // ShardSize is the number of machines per shard when Options.Shards is 0.
@@ -239,6 +258,7 @@ func DefaultOptions() Options {
 	return Options{
 		Machines:    10000,
 		PerOwner:    100,
+		Zones:       3,
 		Seed:        1,
 		Shards:      0,
 		Active:      2 * time.Hour,
@@ -317,7 +337,7 @@ func (o *Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"drain", o.Drain}, {"ramp", o.Ramp}, {"outage", o.Outage}, {"clock-jump-max", o.ClockJumpMax},
+	}{{"drain", o.Drain}, {"ramp", o.Ramp}, {"outage", o.Outage}, {"zone-outage", o.ZoneOutage}, {"clock-jump-max", o.ClockJumpMax},
 		{"cache-lag-max", o.CacheLagMax}, {"fleet-lag", o.FleetLag}, {"clock-offset", o.ClockOffset}} {
 		if d.v < 0 {
 			bad("%s must not be negative, got %s", d.name, d.v)
@@ -329,8 +349,11 @@ func (o *Options) Validate() error {
 	if o.Teardown < 0 || o.Teardown >= o.Active+o.Drain {
 		bad("teardown (%s) must be within the run (%s)", o.Teardown, o.Active+o.Drain)
 	}
-	if o.Outage > o.Active {
-		bad("outage (%s) must not be longer than active (%s)", o.Outage, o.Active)
+	if o.Outage > o.Active || o.ZoneOutage > o.Active {
+		bad("outage (%s) and zone-outage (%s) must not be longer than active (%s)", o.Outage, o.ZoneOutage, o.Active)
+	}
+	if o.Zones < 0 || o.Zones > len(zoneNames) || o.ZoneOutage > 0 && o.Zones == 0 {
+		bad("zones must be within 0..%d, and at least 1 with a zone outage, got %d", len(zoneNames), o.Zones)
 	}
 	if o.FlapMin <= 0 || o.FlapMax < o.FlapMin {
 		bad("flaps must last a positive FlapMin..FlapMax, got %s..%s", o.FlapMin, o.FlapMax)

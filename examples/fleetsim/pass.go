@@ -349,6 +349,7 @@ func (w *shard) transition(mi int32, from phase.Phase, now int64) {
 		if (from == phase.Unknown || from == phase.InPlaceUpdateFailed) && !m.st.Flags.Has(lifecycle.FlagStaleInstance) {
 			w.checkHealthFailed(mi, now)
 			m.bits |= mHealthFailed
+			w.countZoneFailed(mi)
 		}
 	}
 }

@@ -26,8 +26,9 @@ type instance struct {
 	// meta is the code of its metadata at the provider, for the checks:
 	// recorded when it is made and after every UpdateMetadata of it.
 	meta    metaCode
-	booting bool // its node's registration is scheduled
-	stale   bool // created with the name of another instance's node (A5)
+	booting bool  // its node's registration is scheduled
+	stale   bool  // created with the name of another instance's node (A5)
+	zone    uint8 // zone+1 of the zone it runs in (its machine's), 0 none
 	node    node
 }
 
@@ -41,7 +42,8 @@ type node struct {
 	label    int32 // slot+1 of its machine-name label, 0 none
 	ready    lifecycle.ConditionStatus
 	taints   lifecycle.Taints
-	down     uint8 // causes that keep it NotReady (flaps, outage)
+	down     uint8 // causes that keep it NotReady (flaps, outages)
+	zone     uint8 // zone+1 of its lifecycle.ZoneLabel label, 0 none
 	volumes  uint8 // status.volumesAttached
 	attach   uint8 // live VolumeAttachments
 	pods     uint8
@@ -190,7 +192,7 @@ func (w *shard) driverFault(m driverapi.Method) lifecycletest.Fault {
 // for one machine UID is a violation.
 func (w *shard) made(n int) {
 	x := w.p.At(n)
-	in := instance{mi: w.caller, slot: w.slotOf(x.MachineName)}
+	in := instance{mi: w.caller, slot: w.slotOf(x.MachineName), zone: w.machines[w.caller].zone}
 	in.meta, _ = codeOf(x.Metadata)
 	in.node.badSince = w.callAt
 	if w.fault(w.o.OwnerTagLost) {
@@ -270,12 +272,15 @@ func (w *shard) dropKey(string) bool {
 }
 
 // tables are what every shard reads and none writes: the fault table,
-// the metadata maps, the faults of each outcome, the outage time.
+// the metadata maps, the faults of each outcome, the outage time, and the
+// zone outage's time and zone (+1, 0 none).
 type tables struct {
-	faults   *faultTable
-	meta     *metaTable
-	fault    [outCount]lifecycletest.Fault
-	outageAt int64
+	faults       *faultTable
+	meta         *metaTable
+	fault        [outCount]lifecycletest.Fault
+	outageAt     int64
+	zoneOutageAt int64
+	outageZone   uint8
 }
 
 func newTables(o *Options, outageAt int64) (*tables, error) {

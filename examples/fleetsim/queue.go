@@ -57,6 +57,9 @@ const (
 	// evForceLabel: someone sets the force-deletion label on machine idx
 	// while it is being deleted.
 	evForceLabel
+	// evZoneOutageStart and evZoneOutageEnd bound the zone outage.
+	evZoneOutageStart
+	evZoneOutageEnd
 )
 
 // event is one entry of the event queue.

@@ -63,6 +63,12 @@ type Stats struct {
 	// MachineProblems and ClassProblems count the problems of machines and
 	// of owners' classes; ForceDeletions the force-deletion labels set.
 	MachineProblems, ClassProblems, ForceDeletions int64
+	// ZoneNotReady counts the nodes the zone outage kept NotReady;
+	// ZoneHeld the machines the limiter held back for their zone's outage
+	// (once per spell of being held); ZoneFailedDown and ZoneFailedOthers
+	// the machines saved Failed by the health timeout while the zone
+	// outage lasted, of the zone down and of the other zones.
+	ZoneNotReady, ZoneHeld, ZoneFailedDown, ZoneFailedOthers int64
 	// ClockAhead and ClockBehind count the shards whose controller clock
 	// is ahead or behind; ClockOffsetSum adds up the offsets' sizes.
 	ClockAhead, ClockBehind int64
@@ -142,6 +148,10 @@ type Result struct {
 	TimeToRunning Percentiles
 	// OutageAt is when the observer outage began (since the start).
 	OutageAt time.Duration
+	// ZoneOutageAt is when the zone outage began (since the start), and
+	// OutageZone the zone it took down ("" without one).
+	ZoneOutageAt time.Duration
+	OutageZone   string
 	// Violations are the first violations of each shard; ViolationCount
 	// counts them all.
 	Violations     []Violation
@@ -186,6 +196,9 @@ func (r *Result) Report() string {
 	}
 	if o.Faults && o.Outage > 0 {
 		p("; observer outage at +%s for %s", r.OutageAt.Round(time.Millisecond), o.Outage)
+	}
+	if r.OutageZone != "" {
+		p("; %s down at +%s for %s", r.OutageZone, r.ZoneOutageAt.Round(time.Millisecond), o.ZoneOutage)
 	}
 	p("\n")
 	p("lifecycles: %d machines created (%d replacements), %d gone; %d scaled down, %d Failed replaced, %d replaced for a hot update, %d force-removed",
@@ -279,6 +292,7 @@ func (r *Result) Report() string {
 	}
 	p("time to %s (simulated, from creation; n=%d): p50 %s, p90 %s, p99 %s, max %s\n", settled,
 		t.N, t.P50.Round(time.Millisecond), t.P90.Round(time.Millisecond), t.P99.Round(time.Millisecond), t.Max.Round(time.Millisecond))
+	r.reportZones(&b)
 	r.reportSummary(&b)
 	var never []string
 	reached := 0
@@ -334,4 +348,27 @@ func (r *Result) reportSummary(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "; past deadline %d, deleting %d, terminated %d, needs replacement %d, hot update pending %d, metadata out of sync %d, orphan VMs %d\n",
 		s.PastDeadline, s.Deleting, s.Terminated, s.NeedsReplacement, s.UpdatePending, s.MetadataOutOfSync, s.Orphans)
+}
+
+// reportZones renders the zone outage and the limiter's zone protection,
+// when the run has either.
+func (r *Result) reportZones(b *strings.Builder) {
+	o, s := &r.Options, &r.Stats
+	z := o.Config.ZoneOutage
+	if r.OutageZone == "" && z.Count == 0 {
+		return
+	}
+	fmt.Fprintf(b, "zones: %d", o.Zones)
+	if z.Count > 0 {
+		fmt.Fprintf(b, "; the limiter holds a zone with at least %d and %d%% of an owner's unhealthy machines for up to %s past the health timeout",
+			z.Count, z.Percent, z.Hold)
+	} else {
+		fmt.Fprintf(b, "; the limiter's zone protection is off")
+	}
+	fmt.Fprintf(b, "; %d machines held", s.ZoneHeld)
+	if r.OutageZone != "" {
+		fmt.Fprintf(b, "; the outage kept %d nodes of %s NotReady; Failed by the health timeout during it: %d of %s, %d of the other zones",
+			s.ZoneNotReady, r.OutageZone, s.ZoneFailedDown, r.OutageZone, s.ZoneFailedOthers)
+	}
+	fmt.Fprintf(b, "\n")
 }

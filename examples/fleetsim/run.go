@@ -45,6 +45,15 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// So is the zone outage, and the zone it takes down.
+	if o.Faults && o.ZoneOutage > 0 {
+		lo, hi := int64(o.Ramp), int64(o.Active-o.ZoneOutage)
+		if hi < lo {
+			lo = 0
+		}
+		t.zoneOutageAt = epoch + lo + master.Int64N(hi-lo+1)
+		t.outageZone = uint8(1 + master.IntN(o.Zones))
+	}
 	results := make([]shardResult, o.Shards)
 	workers := o.Workers
 	if workers <= 0 {
@@ -67,7 +76,8 @@ func Run(o Options) (*Result, error) {
 	}
 	wg.Wait()
 
-	r := &Result{Options: o, OutageAt: time.Duration(outageAt - epoch)}
+	r := &Result{Options: o, OutageAt: time.Duration(outageAt - epoch),
+		ZoneOutageAt: time.Duration(t.zoneOutageAt - epoch), OutageZone: zoneName(t.outageZone)}
 	r.Stats.init()
 	var ttr []time.Duration
 	for i := range results {

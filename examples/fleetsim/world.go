@@ -37,6 +37,7 @@ type machine struct {
 	// problem is the lifecycle.Problem the machine itself has now (the
 	// Problem fault); its owner's class may have one too.
 	problem uint8
+	zone    uint8 // zone+1 of the zone its owner placed it in, 0 none
 }
 
 type mbits uint8
@@ -84,8 +85,11 @@ type owner struct {
 	healthReplace int32
 	list          []int32 // its machines (gone ones dropped lazily)
 	free          []int32 // name slots of its gone machines; the newest is reused first
-	// problem is the lifecycle.Problem its machine class has now.
-	problem uint8
+	// problem is the lifecycle.Problem its machine class has now, and
+	// problemEnd when its last problem ended.
+	problem    uint8
+	problemEnd int64
+	nextZone   uint8 // the zone its next machine goes to (placeZone)
 }
 
 // lagEntry is a machine as the controller's cache still shows it: the
@@ -117,6 +121,13 @@ type shard struct {
 	active, faulty      bool
 	observer            lifecycle.Observer
 	outageNodes         []int32 // nodes NotReady for the outage
+	// zoneDown: the zone outage is on, keeping zoneNodes NotReady.
+	// zoneChecks: the world checks the limiter by zone (zoneSetup).
+	zoneDown, zoneChecks bool
+	zoneNodes            []int32
+	// held holds until when the limiter holds machines back for their
+	// zone's outage; problemEnded when machines' problems last ended.
+	held, problemEnded map[int32]int64
 	// classProblems counts the owners whose class has a problem now.
 	classProblems int
 	// degraded counts what degrades the observer now (the outage, blips);
@@ -201,7 +212,8 @@ func newShard(o *Options, t *tables, index int, tr *tracer) *shard {
 		now:    epoch, activeEnd: epoch + int64(o.Active), end: epoch + int64(o.Active+o.Drain),
 		active: true, faulty: o.Faults,
 	}
-	w.checked, _ = o.Config.Check()
+	w.zoneSetup()
+	w.checked, _ = w.cfg.Check()
 	w.stats.init()
 	for _, c := range []struct {
 		cd *countdown
@@ -268,6 +280,10 @@ func newShard(o *Options, t *tables, index int, tr *tracer) *shard {
 	if o.Faults && o.Outage > 0 {
 		w.push(t.outageAt, evOutageStart, 0, 0)
 		w.push(t.outageAt+int64(o.Outage), evOutageEnd, 0, 0)
+	}
+	if o.Faults && o.ZoneOutage > 0 {
+		w.push(t.zoneOutageAt, evZoneOutageStart, 0, 0)
+		w.push(t.zoneOutageAt+int64(o.ZoneOutage), evZoneOutageEnd, 0, 0)
 	}
 	w.push(w.activeEnd, evActiveEnd, 0, 0)
 	if o.Teardown > 0 {
@@ -405,6 +421,10 @@ func (w *shard) handle(e *event) {
 		w.outageBegins()
 	case evOutageEnd:
 		w.outageEnds()
+	case evZoneOutageStart:
+		w.zoneOutageBegins()
+	case evZoneOutageEnd:
+		w.zoneOutageEnds()
 	case evActiveEnd:
 		w.active, w.faulty = false, false
 	case evTeardown:
@@ -423,60 +443,6 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
-}
-
-// problemTok packs a problem of kind, lasting 30 seconds to ProblemMax,
-// into an event token: the kind in the low three bits, the seconds above.
-func (w *shard) problemTok(kind lifecycle.Problem) uint32 {
-	secs := w.between(30*time.Second, w.o.ProblemMax) / int64(time.Second)
-	return uint32(secs)<<3 | uint32(kind)
-}
-
-// problemEvent starts or ends a machine's or a class's problem. Each start
-// and end reconciles the machines concerned, as a watch event on the
-// machine or its class would.
-func (w *shard) problemEvent(e *event) {
-	kind, secs := uint8(e.tok&7), int64(e.tok>>3)
-	switch e.kind {
-	case evProblem:
-		m := &w.machines[e.idx]
-		if !w.faulty || m.gone() || m.problem != 0 {
-			return
-		}
-		m.problem = kind
-		w.stats.MachineProblems++
-		if w.tracing(e.idx) {
-			w.note(e.idx, "the machine has a problem: "+lifecycle.Problem(kind).String()+" for "+strconv.FormatInt(secs, 10)+"s")
-		}
-		w.push(w.now+secs*int64(time.Second), evProblemEnd, e.idx, 0)
-		w.enqueue(e.idx, w.now)
-	case evProblemEnd:
-		w.machines[e.idx].problem = 0
-		if w.tracing(e.idx) {
-			w.note(e.idx, "the machine's problem is fixed")
-		}
-		w.enqueue(e.idx, w.now)
-	case evClassProblem, evClassProblemEnd:
-		o := &w.owners[e.idx]
-		if e.kind == evClassProblem {
-			if !w.faulty || o.problem != 0 {
-				return
-			}
-			o.problem = kind
-			w.classProblems++
-			w.stats.ClassProblems++
-			w.push(w.now+secs*int64(time.Second), evClassProblemEnd, e.idx, 0)
-		} else {
-			o.problem = 0
-			w.classProblems--
-		}
-		for _, mi := range o.list {
-			if w.tracing(mi) {
-				w.note(mi, "its class's problem: "+lifecycle.Problem(o.problem).String())
-			}
-			w.enqueue(mi, w.now)
-		}
-	}
 }
 
 // enqueue asks for a reconcile of machine mi at time at; a reconcile queued
@@ -514,7 +480,7 @@ func (w *shard) createMachine(oi int32, at int64) int32 {
 			Name: w.names[slot], UID: "uid-" + w.prefix + strconv.Itoa(w.uidSeq), Owner: o.uid,
 			CreationTime: tm(at), UpdateGeneration: 1, Metadata: w.t.meta.of(metaVersion(0)),
 		},
-		owner: oi, slot: slot,
+		owner: oi, slot: slot, zone: w.placeZone(o),
 	})
 	if o.healthReplace > 0 {
 		o.healthReplace--

@@ -16,6 +16,14 @@
 //
 //	go run ./examples/fleetsim/cmd/fleetsim -only cache-lag -fault-scale 10
 //	go run ./examples/fleetsim/cmd/fleetsim -only force-remove -fault-scale 15 -dead 0.2 -reuse 1
+//
+// -zone-outage D takes every node of one of the -zones zones down for D,
+// once, and turns the limiter's zone protection on (3,50%,30m: three
+// machines and half of an owner's unhealthy ones in one zone hold it for
+// 30 minutes past the health timeout; -zone-protection sets another, or
+// off):
+//
+//	go run ./examples/fleetsim/cmd/fleetsim -machines 10000 -zone-outage 1h
 package main
 
 import (
@@ -35,10 +43,10 @@ import (
 // cli holds what the flags set: the options, and the flags that are not
 // options' fields.
 type cli struct {
-	o                                fleetsim.Options
-	driverFaults, replacements, only string
-	scale                            float64
-	list                             bool
+	o                                                fleetsim.Options
+	driverFaults, replacements, only, zoneProtection string
+	scale                                            float64
+	list                                             bool
 }
 
 // flags defines the flags over c, with c's values as their defaults.
@@ -47,6 +55,7 @@ func flags(c *cli) *flag.FlagSet {
 	fs := flag.NewFlagSet("fleetsim", flag.ContinueOnError)
 	fs.IntVar(&o.Machines, "machines", o.Machines, "machines at the start")
 	fs.IntVar(&o.PerOwner, "per-owner", o.PerOwner, "machines per owner (MachineSet)")
+	fs.IntVar(&o.Zones, "zones", o.Zones, "zones each owner spreads its machines over, round robin; nodes carry the zone label (0: none)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "independent shards of owners, 0 = one per 500 machines (the result depends on it)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "shards run at once, 0 = GOMAXPROCS (the result does not depend on it)")
@@ -79,6 +88,10 @@ func flags(c *cli) *flag.FlagSet {
 	fs.DurationVar(&o.ClockJumpMax, "clock-jump-max", o.ClockJumpMax, "how far a clock jump goes, either way")
 	fs.DurationVar(&o.Outage, "outage", o.Outage, "observer outage length (0: none)")
 	fs.Float64Var(&o.OutageNotReady, "outage-notready", o.OutageNotReady, "share of nodes NotReady during the outage")
+	fs.DurationVar(&o.ZoneOutage, "zone-outage", o.ZoneOutage,
+		"every node of one zone NotReady for this long, once (0: never); turns the limiter's zone protection on (-zone-protection)")
+	fs.StringVar(&c.zoneProtection, "zone-protection", "",
+		"the limiter's zone protection (lifecycle.Config.ZoneOutage): COUNT,PERCENT%,HOLD or off (default: 3,50%,30m with -zone-outage, else off)")
 	fs.Float64Var(&o.StaleNode, "stale-node", o.StaleNode, "probability that CreateMachine names a deleted instance's node")
 	fs.Float64Var(&o.OwnerTagLost, "owner-tag-lost", o.OwnerTagLost, "probability that an instance is created without its owner tag")
 	fs.Float64Var(&o.ForceRemove, "force-remove", o.ForceRemove, "probability that a scale-down's finalizer is removed by hand")
@@ -141,6 +154,14 @@ func main() {
 			fail(err)
 		}
 	}
+	switch {
+	case c.zoneProtection != "":
+		if o.Config.ZoneOutage, err = parseZoneProtection(c.zoneProtection); err != nil {
+			fail(err)
+		}
+	case o.ZoneOutage > 0:
+		o.Config.ZoneOutage = fleetsim.DefaultZoneProtection()
+	}
 	start := time.Now()
 	r, err := fleetsim.Run(o)
 	if err != nil {
@@ -175,6 +196,26 @@ func parseReplacements(s string) (lifecycle.ReplacementLimit, error) {
 		return lifecycle.ReplacementLimit{}, fmt.Errorf("replacements: %q is not a positive count", s)
 	}
 	return lifecycle.ReplacementLimit{Count: n}, nil
+}
+
+// parseZoneProtection reads COUNT,PERCENT%,HOLD (3,50%,30m), or off.
+func parseZoneProtection(s string) (lifecycle.ZoneOutage, error) {
+	if s == "off" {
+		return lifecycle.ZoneOutage{}, nil
+	}
+	bad := fmt.Errorf("zone-protection: %q is not COUNT,PERCENT%%,HOLD (such as 3,50%%,30m) or off", s)
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return lifecycle.ZoneOutage{}, bad
+	}
+	count, err1 := strconv.Atoi(parts[0])
+	pct, ok := strings.CutSuffix(parts[1], "%")
+	percent, err2 := strconv.Atoi(pct)
+	hold, err3 := time.ParseDuration(parts[2])
+	if err1 != nil || !ok || err2 != nil || err3 != nil || count < 1 {
+		return lifecycle.ZoneOutage{}, bad
+	}
+	return lifecycle.ZoneOutage{Count: count, Percent: percent, Hold: hold}, nil
 }
 
 func fail(err error) {
