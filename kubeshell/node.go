@@ -25,7 +25,8 @@ type Nodes struct {
 // IsNodeEffect reports whether Apply carries out effects of kind k.
 func IsNodeEffect(k lifecycle.Kind) bool {
 	switch k {
-	case lifecycle.KindLabelNode, lifecycle.KindRemoveNodeLabel, lifecycle.KindRemoveTaint, lifecycle.KindSetNodeCondition,
+	case lifecycle.KindLabelNode, lifecycle.KindRemoveNodeLabel, lifecycle.KindAnnotateNode, lifecycle.KindRemoveNodeAnnotation,
+		lifecycle.KindRemoveTaint, lifecycle.KindSetNodeCondition,
 		lifecycle.KindCordon, lifecycle.KindUncordon, lifecycle.KindRemoveNodeFinalizer, lifecycle.KindDeleteNode:
 		return true
 	}
@@ -41,6 +42,14 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 	switch e.Kind {
 	case lifecycle.KindLabelNode:
 		return ns.Update(ctx, e.Node, false, false, func(n *corev1.Node) bool { return SetKey(&n.Labels, e.Key, e.Value) })
+	case lifecycle.KindAnnotateNode:
+		return ns.Update(ctx, e.Node, false, false, func(n *corev1.Node) bool { return SetKey(&n.Annotations, e.Key, e.Value) })
+	case lifecycle.KindRemoveNodeAnnotation:
+		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
+			_, had := n.Annotations[e.Key]
+			delete(n.Annotations, e.Key)
+			return had
+		})
 	case lifecycle.KindRemoveNodeLabel:
 		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
 			_, had := n.Labels[e.Key]
@@ -55,7 +64,7 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 		})
 	case lifecycle.KindSetNodeCondition:
 		w, err := ns.Update(ctx, e.Node, true, true, func(n *corev1.Node) bool {
-			return SetCondition(n, corev1.NodeConditionType(e.Key), e.Value, e.Message, now)
+			return SetCondition(n, corev1.NodeConditionType(e.Key), conditionStatus(e.Status), e.Value, e.Message, now)
 		})
 		if err != nil {
 			// MCM's words for it, which the drain's failure quotes.
@@ -139,26 +148,31 @@ func SetKey(m *map[string]string, k, v string) bool {
 	return true
 }
 
-// SetCondition sets condition typ of the node to True with reason and
+// SetCondition sets condition typ of the node to status with reason and
 // message at now, and reports whether that changed anything. The
 // condition's transition time moves only when its status changes.
-func SetCondition(n *corev1.Node, typ corev1.NodeConditionType, reason, message string, now time.Time) bool {
+func SetCondition(n *corev1.Node, typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) bool {
 	t := metav1.NewTime(now)
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
 		if c.Type != typ {
 			continue
 		}
-		if c.Status == corev1.ConditionTrue && c.Reason == reason && c.Message == message {
+		if c.Status == status && c.Reason == reason && c.Message == message {
 			return false
 		}
-		if c.Status != corev1.ConditionTrue {
+		if c.Status != status {
 			c.LastTransitionTime = t
 		}
-		c.Status, c.Reason, c.Message, c.LastHeartbeatTime = corev1.ConditionTrue, reason, message, t
+		c.Status, c.Reason, c.Message, c.LastHeartbeatTime = status, reason, message, t
 		return true
 	}
-	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: typ, Status: corev1.ConditionTrue,
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: typ, Status: status,
 		Reason: reason, Message: message, LastHeartbeatTime: t, LastTransitionTime: t})
 	return true
+}
+
+// conditionStatus is the Kubernetes text of s.
+func conditionStatus(s lifecycle.ConditionStatus) corev1.ConditionStatus {
+	return corev1.ConditionStatus(s.String())
 }

@@ -49,7 +49,9 @@ func TestApplyNodeEffects(t *testing.T) {
 	for _, e := range []lifecycle.Effect{
 		{Kind: lifecycle.KindLabelNode, Node: "n1", Key: lifecycle.MachineNameLabel, Value: "m1"},
 		{Kind: lifecycle.KindRemoveTaint, Node: "n1", Key: lifecycle.TaintInstanceNotReady},
-		{Kind: lifecycle.KindSetNodeCondition, Node: "n1", Key: "Terminating", Value: lifecycle.ReasonScaleDown},
+		{Kind: lifecycle.KindSetNodeCondition, Node: "n1", Key: "Terminating", Value: lifecycle.ReasonScaleDown,
+			Status: lifecycle.ConditionTrue},
+		{Kind: lifecycle.KindAnnotateNode, Node: "n1", Key: lifecycle.ScaleDownDisabledAnnotation, Value: "true"},
 		{Kind: lifecycle.KindCordon, Node: "n1"},
 		{Kind: lifecycle.KindRemoveNodeFinalizer, Node: "n1", Key: lifecycle.NodeFinalizer},
 	} {
@@ -68,8 +70,13 @@ func TestApplyNodeEffects(t *testing.T) {
 	if len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Reason != lifecycle.ReasonScaleDown {
 		t.Fatalf("conditions %+v", n.Status.Conditions)
 	}
-	// The owner's part of an in-place update: labels off, uncordoned.
+	if n.Annotations[lifecycle.ScaleDownDisabledAnnotation] != "true" {
+		t.Fatalf("annotations %v", n.Annotations)
+	}
+	// The owner's part of an in-place update: labels off, uncordoned; a
+	// preservation's annotation off.
 	for _, e := range []lifecycle.Effect{
+		{Kind: lifecycle.KindRemoveNodeAnnotation, Node: "n1", Key: lifecycle.ScaleDownDisabledAnnotation},
 		{Kind: lifecycle.KindRemoveNodeLabel, Node: "n1", Key: lifecycle.MachineNameLabel},
 		{Kind: lifecycle.KindUncordon, Node: "n1"},
 	} {
@@ -77,7 +84,7 @@ func TestApplyNodeEffects(t *testing.T) {
 			t.Fatalf("%s: %s, %v", e.Kind, w, err)
 		}
 	}
-	if n = node(c, t, "n1"); n.Labels[lifecycle.MachineNameLabel] != "" || n.Spec.Unschedulable {
+	if n = node(c, t, "n1"); n.Labels[lifecycle.MachineNameLabel] != "" || n.Spec.Unschedulable || len(n.Annotations) != 0 {
 		t.Fatalf("node %+v", n)
 	}
 	e := lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "n1"}
@@ -101,14 +108,16 @@ func TestApplyNodeEffects(t *testing.T) {
 	}
 	// A node that is gone: removals are done, a label and a deletion are not.
 	for kind, want := range map[lifecycle.Kind]lifecycle.Write{
-		lifecycle.KindDeleteNode:          lifecycle.WriteNotFound,
-		lifecycle.KindLabelNode:           lifecycle.WriteNotFound,
-		lifecycle.KindCordon:              lifecycle.WriteOK,
-		lifecycle.KindUncordon:            lifecycle.WriteOK,
-		lifecycle.KindRemoveNodeLabel:     lifecycle.WriteOK,
-		lifecycle.KindRemoveTaint:         lifecycle.WriteOK,
-		lifecycle.KindRemoveNodeFinalizer: lifecycle.WriteOK,
-		lifecycle.KindSetNodeCondition:    lifecycle.WriteOK,
+		lifecycle.KindDeleteNode:           lifecycle.WriteNotFound,
+		lifecycle.KindLabelNode:            lifecycle.WriteNotFound,
+		lifecycle.KindCordon:               lifecycle.WriteOK,
+		lifecycle.KindUncordon:             lifecycle.WriteOK,
+		lifecycle.KindRemoveNodeLabel:      lifecycle.WriteOK,
+		lifecycle.KindRemoveNodeAnnotation: lifecycle.WriteOK,
+		lifecycle.KindAnnotateNode:         lifecycle.WriteNotFound,
+		lifecycle.KindRemoveTaint:          lifecycle.WriteOK,
+		lifecycle.KindRemoveNodeFinalizer:  lifecycle.WriteOK,
+		lifecycle.KindSetNodeCondition:     lifecycle.WriteOK,
 	} {
 		e := lifecycle.Effect{Kind: kind, Node: "n1", Key: "k", Value: "v"}
 		if w, _ := ns.Apply(ctx, &e, t0); w != want {
@@ -148,13 +157,13 @@ func TestSetConditionRefusedInMCMWords(t *testing.T) {
 
 func TestSetConditionKeepsTransitionTimeWhileTrue(t *testing.T) {
 	n := &corev1.Node{}
-	if !SetCondition(n, "Terminating", lifecycle.ReasonScaleDown, "m", t0) {
+	if !SetCondition(n, "Terminating", corev1.ConditionTrue, lifecycle.ReasonScaleDown, "m", t0) {
 		t.Fatal("first set changed nothing")
 	}
-	if SetCondition(n, "Terminating", lifecycle.ReasonScaleDown, "m", t0.Add(time.Minute)) {
+	if SetCondition(n, "Terminating", corev1.ConditionTrue, lifecycle.ReasonScaleDown, "m", t0.Add(time.Minute)) {
 		t.Fatal("the same condition again changed something")
 	}
-	if !SetCondition(n, "Terminating", lifecycle.ReasonUnhealthy, "m2", t0.Add(time.Minute)) {
+	if !SetCondition(n, "Terminating", corev1.ConditionTrue, lifecycle.ReasonUnhealthy, "m2", t0.Add(time.Minute)) {
 		t.Fatal("a new reason changed nothing")
 	}
 	if len(n.Status.Conditions) != 1 {

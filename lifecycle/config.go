@@ -30,6 +30,10 @@ type Config struct {
 	// told to go on): past it, a machine the agent has not reported on is
 	// InPlaceUpdateFailed (MCM --machine-inplace-update-timeout, 20m).
 	InPlaceUpdateTimeout time.Duration
+	// PreserveTimeout bounds a preservation, counted from when it began:
+	// then the machine is no longer kept (MCM --machine-preserve-timeout,
+	// 96h).
+	PreserveTimeout time.Duration
 	// MaxEvictRetries bounds the eviction rounds of one unforced drain
 	// (MCM --machine-max-evict-retries, 360): a drain with pods left after
 	// that many rounds, Config.EvictRetryInterval apart, failed, and begins
@@ -96,6 +100,7 @@ func DefaultConfig() Config {
 		VerifyOwner:     true,
 
 		InPlaceUpdateTimeout: 20 * time.Minute,
+		PreserveTimeout:      96 * time.Hour,
 
 		Replacements:       ReplacementLimit{Count: 1},
 		ForceDrainAfter:    5 * time.Minute,
@@ -204,6 +209,7 @@ func (c *Config) check(bad func(format string, args ...any)) {
 	timeout("HealthTimeout", c.HealthTimeout)
 	timeout("DrainTimeout", c.DrainTimeout)
 	timeout("InPlaceUpdateTimeout", c.InPlaceUpdateTimeout)
+	timeout("PreserveTimeout", c.PreserveTimeout)
 	timeout("WaitCheck", c.WaitCheck)
 	timeout("ForceDrainAfter", c.ForceDrainAfter)
 	timeout("ForcedDrainTimeout", c.ForcedDrainTimeout)
@@ -320,6 +326,14 @@ func (c *Config) inPlaceUpdateTimeout(o *Object) time.Duration {
 		return o.Overrides.InPlaceUpdateTimeout
 	}
 	return c.InPlaceUpdateTimeout
+}
+
+// preserveTimeout is the effective preservation timeout of the object.
+func (c *Config) preserveTimeout(o *Object) time.Duration {
+	if o.Overrides.PreserveTimeout > 0 {
+		return o.Overrides.PreserveTimeout
+	}
+	return c.PreserveTimeout
 }
 
 // predecessorWait bounds the object's wait for an older incarnation of its

@@ -181,8 +181,9 @@ func (x *decider) ref() driverapi.MachineRef {
 // a phase that needs attention (CrashLoopBackOff, Unknown, Failed,
 // InPlaceUpdateFailed). What a
 // phase entails besides is written here once: a Failed or Terminating
-// machine's bootstrap token is deleted, and a drain before an in-place
-// update ends with any change of phase. It reports false, changing
+// machine's bootstrap token is deleted, a machine becoming Failed whose
+// preservation is asked is preserved, and the drain of a kept node ends
+// with the phase it belongs to. It reports false, changing
 // nothing, when the phase table refuses the change (setPhase); staying in
 // the phase records op and reports it again.
 func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
@@ -199,11 +200,14 @@ func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
 	if p == phase.Failed || p == phase.Terminating {
 		x.dropToken()
 	}
-	if x.st.Stage == StageInPlaceDrain && p != phase.Running {
+	if p == phase.Failed {
+		x.preserveOnFailure()
+	}
+	if s := x.st.Stage; s == StageInPlaceDrain && p != phase.Running || s == StagePreserveDrain && p != phase.Failed {
 		// The drain before an in-place update belongs to a Running
-		// machine: it is over, done or abandoned.
-		x.setStage(StageNone)
-		x.endDrain()
+		// machine, the drain of a preserved node to a Failed one: it is
+		// over, done or abandoned.
+		x.endKeepDrain()
 	}
 	return true
 }

@@ -134,6 +134,9 @@ const (
 	// WaitInPlaceUpdate: InPlaceUpdating, waiting for the node agent's
 	// verdict until the in-place update timeout.
 	WaitInPlaceUpdate
+	// WaitPreserved: Failed and preserved; its owner does not replace it
+	// until the preservation expires.
+	WaitPreserved
 	waitCount
 )
 
@@ -170,6 +173,8 @@ func (w WaitFor) String() string {
 		return "zone-outage"
 	case WaitInPlaceUpdate:
 		return "in-place-update"
+	case WaitPreserved:
+		return "preserved"
 	}
 	return "unknown-wait"
 }

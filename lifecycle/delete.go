@@ -76,12 +76,13 @@ func problemPeriod(p Problem) time.Duration {
 func (x *decider) beginDeletion() {
 	st := x.st
 	x.rule(RuleDeleteBegins)
-	flags := st.Flags &^ (FlagGranted | flagsDrained | flagsDrainUnderWay | FlagWasFailed)
+	flags := st.Flags &^ (FlagGranted | flagsDrained | flagsDrainUnderWay | FlagWasFailed | FlagPreserveByNode | FlagPreserveDrained)
 	if st.Phase == phase.Failed {
 		flags |= FlagWasFailed
 	}
 	set(x, &st.Flags, flags)
 	set(x, &st.Failures.Delete, 0)
+	set(x, &st.PreserveUntil, 0) // X3: a machine being deleted is no longer kept
 	x.setStage(StageGetVMStatus)
 	x.become(phase.Terminating, RuleDeleteBegins, &lastop.Operation{Type: lastop.TypeDelete, State: lastop.StateProcessing, Desc: lastop.DescTerminating})
 	x.requeue(retry.Short)

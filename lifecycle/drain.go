@@ -100,7 +100,7 @@ func (x *decider) drain() {
 		reason = ReasonUnhealthy
 	}
 	e := x.put(KindSetNodeCondition)
-	e.Node, e.Key, e.Value, e.Message = node, ConditionTerminating, reason, ConditionMessage(reason)
+	e.Node, e.Key, e.Value, e.Message, e.Status = node, ConditionTerminating, reason, ConditionMessage(reason), ConditionTrue
 	x.nodeEffect(KindCordon, node, "", "")
 	x.drainEffect(node, m.force)
 	x.requeue(retry.Short)

@@ -22,21 +22,32 @@ const (
 	KindEnsureProviderID
 	// KindEnsurePriority: set the machine's [PriorityAnnotation] to Value.
 	KindEnsurePriority
+	// KindRemoveAnnotation: remove annotation Key from the machine object. A
+	// shell that also takes the request the annotation makes from
+	// elsewhere (the project's controller takes [PreserveAnnotation] from
+	// its Machine's spec.preserve too) clears it there as well.
+	KindRemoveAnnotation
 
 	// KindLabelNode: set label Key to Value on node Node.
 	KindLabelNode
 	// KindRemoveNodeLabel: remove label Key from node Node. A node that no
 	// longer exists counts as done.
 	KindRemoveNodeLabel
+	// KindAnnotateNode: set annotation Key to Value on node Node.
+	KindAnnotateNode
+	// KindRemoveNodeAnnotation: remove annotation Key from node Node. A
+	// node that no longer exists counts as done.
+	KindRemoveNodeAnnotation
 	// KindUncordon: mark node Node schedulable. A node that no longer
 	// exists counts as done.
 	KindUncordon
 	// KindRemoveTaint: remove the taint with key Key (every effect) from
 	// node Node. A node that no longer exists counts as done.
 	KindRemoveTaint
-	// KindSetNodeCondition: set condition Key ([ConditionTerminating] or
-	// [ConditionInPlaceUpdate]) to True on node Node, with reason Value and
-	// message Message. A node that no longer exists counts as done.
+	// KindSetNodeCondition: set condition Key ([ConditionTerminating],
+	// [ConditionInPlaceUpdate] or [ConditionPreserved]) to Status on node
+	// Node, with reason Value and message Message. A node that no longer
+	// exists counts as done.
 	KindSetNodeCondition
 	// KindCordon: mark node Node unschedulable. A node that no longer
 	// exists counts as done.
@@ -110,6 +121,12 @@ func (k Kind) String() string {
 		return "label-node"
 	case KindRemoveNodeLabel:
 		return "remove-node-label"
+	case KindAnnotateNode:
+		return "annotate-node"
+	case KindRemoveNodeAnnotation:
+		return "remove-node-annotation"
+	case KindRemoveAnnotation:
+		return "remove-annotation"
 	case KindUncordon:
 		return "uncordon"
 	case KindRemoveTaint:
@@ -147,6 +164,8 @@ type Effect struct {
 	Warning bool
 	// Force marks a forced [KindDrain]: pods are deleted, not evicted.
 	Force bool
+	// Status is the status a [KindSetNodeCondition] sets.
+	Status ConditionStatus
 	// Rule is the rule a [KindEvent] reports.
 	Rule Rule
 	// Node names the node of a node effect.
@@ -168,6 +187,17 @@ const (
 	ReasonScaleDown = "ScaleDown"
 	// ReasonUnhealthy: the machine is deleted because it failed.
 	ReasonUnhealthy = "Unhealthy"
+)
+
+// Reasons of the node condition [ConditionPreserved], as MCM sets them.
+const (
+	// ReasonPreservedByMCM: the owner chose the machine for preservation
+	// (auto-preserved).
+	ReasonPreservedByMCM = "Preserved by MCM."
+	// ReasonPreservedByUser: an annotation asked for it.
+	ReasonPreservedByUser = "Preserved by user."
+	// ReasonPreservationStopped: the preservation stopped.
+	ReasonPreservationStopped = "Preservation stopped."
 )
 
 // Reasons of the node condition [ConditionInPlaceUpdate], as MCM sets them.

@@ -27,8 +27,9 @@ type Member struct {
 	flags Flags
 	// phaseSince is when the machine entered its phase, stageSince its
 	// stage; retryAfter the status's retry time: a failed step is not
-	// asked again before it.
-	phaseSince, stageSince, retryAfter Stamp
+	// asked again before it; preserveUntil when its preservation expires
+	// (unset when it is not preserved).
+	phaseSince, stageSince, retryAfter, preserveUntil Stamp
 	// creationTime and deletionTime are the object's (deletionTime zero
 	// when the machine is not being deleted); creationFrom is the
 	// status's: when the creation timeout starts counting, if later than
@@ -67,7 +68,7 @@ func MemberOf(cfg *Config, in *Input) Member {
 	m := Member{
 		name: o.Name, uid: o.UID, owner: o.Owner, providerID: st.ProviderID,
 		phase: st.Phase, stage: st.Stage, flags: st.Flags, phaseSince: st.PhaseSince, stageSince: st.StageSince,
-		retryAfter: st.RetryAfter, creationFrom: st.CreationFrom,
+		retryAfter: st.RetryAfter, creationFrom: st.CreationFrom, preserveUntil: st.PreserveUntil,
 		creationTime: StampOf(o.CreationTime), deletionTime: StampOf(o.DeletionTime),
 		observerSince: StampOf(in.Observer.Since), observerDegraded: in.Observer.Degraded,
 		predecessorTerminating: in.PredecessorTerminating,

@@ -20,7 +20,7 @@ func TestMemberOfResolvesTheInput(t *testing.T) {
 				DrainTimeout: 3 * time.Minute, InPlaceUpdateTimeout: 4 * time.Minute, DisableHealthTimeout: true}},
 		Status: Status{Phase: phase.Terminating, Stage: StageDrain, Flags: FlagTerminated | FlagGranted,
 			PhaseSince: StampOf(at(4)), StageSince: StampOf(at(5)), RetryAfter: StampOf(at(6)),
-			CreationFrom: StampOf(at(7)), ProviderID: "p-status", AppliedGeneration: 2, OwnerUID: "uid-1",
+			CreationFrom: StampOf(at(7)), PreserveUntil: StampOf(at(10)), ProviderID: "p-status", AppliedGeneration: 2, OwnerUID: "uid-1",
 			Metadata: map[string]string{"team": "a"}},
 		Observer:               Observer{Degraded: true, Since: at(8)},
 		PredecessorTerminating: true,
@@ -30,7 +30,7 @@ func TestMemberOfResolvesTheInput(t *testing.T) {
 	}
 	want := Member{name: "m-1", uid: "uid-1", owner: "ms-1", providerID: "p-status",
 		phase: phase.Terminating, stage: StageDrain, flags: FlagTerminated | FlagGranted,
-		phaseSince: StampOf(at(4)), stageSince: StampOf(at(5)), retryAfter: StampOf(at(6)),
+		phaseSince: StampOf(at(4)), stageSince: StampOf(at(5)), retryAfter: StampOf(at(6)), preserveUntil: StampOf(at(10)),
 		creationTime: StampOf(at(1)), deletionTime: StampOf(at(2)), creationFrom: StampOf(at(7)),
 		observerSince: StampOf(at(8)), deleting: true, finalizer: true, observerDegraded: true,
 		predecessorTerminating: true, disableHealthTimeout: true, updatePending: true, metadataInSync: true,

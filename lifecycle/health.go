@@ -57,7 +57,11 @@ func (x *decider) health() {
 	case phase.Pending:
 		x.pending(named)
 	case phase.Failed:
-		x.rule(RuleAwaitReplacement)
+		if x.st.PreserveUntil > x.now {
+			x.rule(RulePreserveKept) // until the expiry (decideWait)
+		} else {
+			x.rule(RuleAwaitReplacement)
+		}
 		x.resync()
 		if x.in.Outcome == nil {
 			x.dropToken() // emitted again at each pass start while it exists

@@ -83,6 +83,7 @@ func selectedForUpdate(n *Node, reason string) bool {
 func (x *decider) inPlaceCondition(n *Node, reason string) {
 	e := x.put(KindSetNodeCondition)
 	e.Node, e.Key, e.Value, e.Message = n.Name, ConditionInPlaceUpdate, reason, inPlaceMessage(reason, n.UpdateFailedReason)
+	e.Status = ConditionTrue
 }
 
 // syncInPlace brings node n's InPlaceUpdate condition in line with its
@@ -110,13 +111,13 @@ func (x *decider) inPlace(n *Node) bool {
 	st := x.st
 	if st.Stage == StageInPlaceDrain {
 		if n != nil && selected(n) {
-			x.inPlaceDraining(n)
+			x.keepDraining(n)
 			return true
 		}
 		// Deselected, or the agent already gave its verdict: the drain
 		// ends. The node stays cordoned; its owner uncordons it.
 		x.rule(RuleInPlaceDeselected)
-		x.endInPlaceDrain()
+		x.endKeepDrain()
 	}
 	if n == nil {
 		return false
@@ -130,8 +131,8 @@ func (x *decider) inPlace(n *Node) bool {
 		// Running only after the phase was lost; drained again, it
 		// finishes at once.
 		x.setStage(StageInPlaceDrain)
-		set(x, &st.Failures.InPlace, 0)
-		x.beginInPlaceDrain(n, reason, x.inPlaceForced(n))
+		set(x, &st.Failures.Drain, 0)
+		x.beginInPlaceDrain(n, reason, x.keepDrainForced())
 		return true
 	}
 	if x.syncInPlace(n) {
@@ -141,108 +142,21 @@ func (x *decider) inPlace(n *Node) bool {
 	return false
 }
 
-// inPlaceForced reports whether the drain before node n's update is
-// forced: by the machine's force-drain label, by the drain timeout counted
-// from the drain's start, or by a node NotReady or with a read-only
-// filesystem for ForceDrainAfter.
-func (x *decider) inPlaceForced(n *Node) bool {
-	o := &x.in.Object
-	return o.ForceDrain || x.elapsed(x.st.StageSince) >= x.cfg.drainTimeout(o) || x.conditionsForceDrain()
-}
-
 // beginInPlaceDrain emits the op that begins the drain of node n, whose
 // condition says reason: the condition SelectedForUpdate unless it says so
-// (U4), the cordon, and a first round of the drain.
+// (U4), then the cordon and a first round of the drain.
 func (x *decider) beginInPlaceDrain(n *Node, reason string, force bool) {
-	if force {
-		x.act(RuleInPlaceDrainForce)
-	} else {
-		x.act(RuleInPlaceDrain)
-	}
 	if reason != ReasonSelectedForUpdate {
 		x.inPlaceCondition(n, ReasonSelectedForUpdate)
 	}
-	x.nodeEffect(KindCordon, n.Name, "", "")
-	x.drainEffect(n.Name, force)
-	x.requeue(retry.Short)
-}
-
-// inPlaceDraining follows the drain under way of node n: begun again after
-// a failure before it was under way, done when the node shows no pods left,
-// forced when its timeout passes, and in between a round of evictions
-// every EvictRetryInterval. Unlike a deletion's, it never goes on without
-// the drain: the agent is told only once the node is empty.
-func (x *decider) inPlaceDraining(n *Node) {
-	st := x.st
-	if x.holdRetry(RuleInPlaceDrainBackoff) {
-		return
-	}
-	force := x.inPlaceForced(n)
-	spent := x.elapsed(st.StageSince)
-	switch {
-	case !st.Flags.Has(FlagDraining):
-		x.beginInPlaceDrain(n, inPlaceReason(n), force)
-	case n.Pods <= 0:
-		x.inPlaceDrained(n)
-	case force && !st.Flags.Has(FlagDeletingPods):
-		x.act(RuleInPlaceDrainForce)
-		x.drainEffect(n.Name, true)
-		x.requeue(retry.Short)
-	case spent < x.cfg.EvictRetryInterval:
-		x.rule(RuleInPlaceDraining)
-		x.wake(x.cfg.EvictRetryInterval-spent, x.cfg.EvictRetryInterval)
-	default:
-		x.act(RuleInPlaceDrainRound)
-		x.drainEffect(n.Name, st.Flags.Has(FlagDeletingPods))
-		x.requeue(retry.Short)
-	}
-}
-
-// onInPlaceDrain decides on the outcome of an op of the drain before an
-// in-place update. When all of it ran, the drain is under way (forced when
-// the op was); a fresh decision records it done if the node shows no pods
-// left, else it waits for its next round. A write that failed fails the
-// drain, as MCM's I2 records it, and it is retried with backoff from Short
-// towards Medium.
-func (x *decider) onInPlaceDrain(o *Outcome) next {
-	st := x.st
-	if x.deleting() {
-		return fresh // deletion takes over; it drains the node itself
-	}
-	if o.Ran < o.OpID.Effects() {
-		x.pin(RuleInPlaceDrainFailed)
-		set(x, &st.Failures.InPlace, bump(st.Failures.InPlace))
-		x.setOp(lastop.Operation{Type: lastop.TypeDrainNode, State: lastop.StateProcessing, Desc: lastop.DescDrainFailed,
-			Detail: boundDetail(o.Error)})
-		x.retryLater(x.backoffTo(retry.Short, retry.Medium, st.Failures.InPlace))
-		return done
-	}
-	flags := st.Flags | FlagDraining
-	if o.OpID.Rule() == RuleInPlaceDrainForce {
-		flags |= FlagDeletingPods
-	}
-	set(x, &st.Flags, flags)
-	set(x, &st.RetryAfter, 0)
-	if n := x.node(); n == nil || n.Pods <= 0 || x.in.NodeReadFailed {
-		return fresh
-	}
-	x.rule(RuleInPlaceDraining)
-	wait := x.cfg.EvictRetryInterval
-	if !st.Flags.Has(FlagDeletingPods) {
-		// Looked at again no later than the drain is forced.
-		wait = max(min(wait, x.cfg.drainTimeout(&x.in.Object)-x.elapsed(st.StageSince)), 1)
-	}
-	x.wake(wait, x.cfg.EvictRetryInterval)
-	return done
+	x.beginKeepDrain(n, force)
 }
 
 // inPlaceDrained records node n drained for its update: the machine is
 // InPlaceUpdating, and the node's condition says DrainSuccessful, then
 // ReadyForUpdate, which lets the agent go on (I2, I4).
 func (x *decider) inPlaceDrained(n *Node) {
-	st := x.st
 	x.rule(RuleInPlaceDrained)
-	set(x, &st.Failures.InPlace, 0)
 	if !x.become(phase.InPlaceUpdating, RuleInPlaceDrained,
 		&lastop.Operation{Type: lastop.TypeInPlaceUpdate, State: lastop.StateProcessing, Desc: lastop.DescInPlaceUpdating}) {
 		return
@@ -250,13 +164,6 @@ func (x *decider) inPlaceDrained(n *Node) {
 	x.inPlaceCondition(n, ReasonDrainSuccessful)
 	x.inPlaceCondition(n, ReasonReadyForUpdate)
 	x.requeue(retry.Medium)
-}
-
-// endInPlaceDrain ends the drain before an in-place update: no stage, no
-// drain under way.
-func (x *decider) endInPlaceDrain() {
-	x.setStage(StageNone)
-	x.endDrain()
 }
 
 // inPlaceUpdating decides for an InPlaceUpdating machine whose node n (nil

@@ -104,6 +104,9 @@ type Object struct {
 	// Running machine whose instance is at another generation gets an
 	// UpdateMachine; new instances are created at it.
 	UpdateGeneration int64
+	// Preserve is the machine's [PreserveAnnotation] (a shell that offers
+	// its own request for preservation fills it from that too).
+	Preserve Preserve
 	// InPlaceGeneration is the desired in-place update generation, for a
 	// shell that owns the in-place update of its machines itself (the
 	// project's controller; for MCM's machines the MachineDeployment
@@ -140,6 +143,8 @@ type Overrides struct {
 	MaxEvictRetries int32
 	// InPlaceUpdateTimeout is spec inPlaceUpdateTimeout.
 	InPlaceUpdateTimeout time.Duration
+	// PreserveTimeout is spec machinePreserveTimeout.
+	PreserveTimeout time.Duration
 	// DisableHealthTimeout is spec disableHealthTimeout: an unhealthy machine
 	// is then never marked Failed.
 	DisableHealthTimeout bool
@@ -182,6 +187,70 @@ type Node struct {
 	// UpdateFailedReason is the node's [UpdateFailedReasonAnnotation], ""
 	// when absent.
 	UpdateFailedReason string
+	// Preserve is the node's [PreserveAnnotation].
+	Preserve Preserve
+	// ScaleDownDisabled reports that the node carries
+	// [ScaleDownDisabledByAnnotation] "true": the lifecycle, or MCM, kept
+	// the cluster autoscaler from removing it.
+	ScaleDownDisabled bool
+	// Unschedulable is the node's spec.unschedulable: it is cordoned.
+	Unschedulable bool
+}
+
+// Preserve is a value of [PreserveAnnotation].
+type Preserve uint8
+
+const (
+	// PreserveUnset: no annotation.
+	PreserveUnset Preserve = iota
+	// PreserveFalse: "false", preservation not wanted (and stopped).
+	PreserveFalse
+	// PreserveNow: "now", preserve the machine whatever its phase.
+	PreserveNow
+	// PreserveWhenFailed: "when-failed", preserve the machine once it is
+	// Failed.
+	PreserveWhenFailed
+	// PreserveAutoPreserved: "auto-preserved", the owner chose the Failed
+	// machine for preservation within its maximum.
+	PreserveAutoPreserved
+	// PreserveInvalid: any other value, the empty one included.
+	PreserveInvalid
+)
+
+// ParsePreserve reads a [PreserveAnnotation]: its value, and whether the
+// annotation is present.
+func ParsePreserve(value string, present bool) Preserve {
+	switch {
+	case !present:
+		return PreserveUnset
+	case value == "false":
+		return PreserveFalse
+	case value == "now":
+		return PreserveNow
+	case value == "when-failed":
+		return PreserveWhenFailed
+	case value == "auto-preserved":
+		return PreserveAutoPreserved
+	}
+	return PreserveInvalid
+}
+
+// String returns the annotation's value: "" for PreserveUnset and
+// "invalid" for PreserveInvalid.
+func (p Preserve) String() string {
+	switch p {
+	case PreserveFalse:
+		return "false"
+	case PreserveNow:
+		return "now"
+	case PreserveWhenFailed:
+		return "when-failed"
+	case PreserveAutoPreserved:
+		return "auto-preserved"
+	case PreserveInvalid:
+		return "invalid"
+	}
+	return ""
 }
 
 // UpdateLabels is the set of in-place update labels a node carries.

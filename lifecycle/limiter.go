@@ -50,14 +50,17 @@ func (m *Member) healthTimeoutOf(cfg *Config) time.Duration {
 // grant do not count, so they never block each other (MCM counts an
 // InPlaceUpdateFailed machine, which blocks it and its peers, MCM design
 // problem d.8 in doc/mcm-rows.md), and each machine counts once (MCM counts a
-// Terminating machine twice).
-func (m *Member) inFlight(eligible bool) bool {
+// Terminating machine twice). A Failed machine preserved at now is kept,
+// not replaced, and does not count either, as in MCM.
+func (m *Member) inFlight(eligible bool, now Stamp) bool {
 	if m.deleting {
 		return true
 	}
 	switch m.phase {
 	case phase.Running, phase.Available:
 		return false
+	case phase.Failed:
+		return m.preserveUntil <= now
 	case phase.Unknown, phase.InPlaceUpdateFailed:
 		return m.flags.Has(FlagGranted) && eligible
 	}
@@ -146,7 +149,7 @@ func tally(out []Grant, cfg *Config, n, healthySince Stamp, degraded bool, fleet
 		}
 		eligible := m.eligible(cfg, n, healthySince)
 		groups[gi].total++
-		if m.inFlight(eligible) {
+		if m.inFlight(eligible, n) {
 			groups[gi].inFlight++
 		}
 		if byZone && m.unhealthy() {

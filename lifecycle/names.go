@@ -68,6 +68,23 @@ const (
 	// an in-place update (MCM reads it so, unlike [ForceDeletionLabel]); the
 	// shell reads it into [Object.ForceDrain].
 	ForceDrainLabel = "force-drain"
+	// PreserveAnnotation, on a machine or its node, asks to keep the machine
+	// and its node for diagnosis instead of replacing it: [PreserveNow],
+	// [PreserveWhenFailed], [PreserveAutoPreserved] or "false". The
+	// shell parses it with [ParsePreserve] into [Object.Preserve] and
+	// [Node.Preserve].
+	PreserveAnnotation = "node.machine.sapcloud.io/preserve"
+	// ScaleDownDisabledAnnotation on a node keeps the cluster autoscaler
+	// from removing it; a preserved machine's node carries it, "true".
+	ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	// ScaleDownDisabledByAnnotation, "true", says the lifecycle (or MCM)
+	// put [ScaleDownDisabledAnnotation] on the node, so it takes it off
+	// again; one somebody else put there stays.
+	ScaleDownDisabledByAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled-by-mcm"
+	// ConditionPreserved is the node condition of preservation: True while
+	// the machine is preserved (for a Failed machine, once its node is
+	// drained), False once it stopped.
+	ConditionPreserved = "Preserved"
 	// BootstrapTokenNamespace holds the bootstrap token secrets.
 	BootstrapTokenNamespace = "kube-system"
 )

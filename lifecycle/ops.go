@@ -69,6 +69,8 @@ const (
 	// atInPlaceDrain: the drain of a Running machine's node before its
 	// in-place update.
 	atInPlaceDrain
+	// atPreserveDrain: the drain of a preserved Failed machine's node.
+	atPreserveDrain
 )
 
 // holds reports whether st is one of the statuses w names.
@@ -91,6 +93,8 @@ func (w opStatus) holds(st *Status) bool {
 		return st.Phase == phase.Running
 	case atInPlaceDrain:
 		return st.Phase == phase.Running && st.Stage == StageInPlaceDrain
+	case atPreserveDrain:
+		return st.Phase == phase.Failed && st.Stage == StagePreserveDrain
 	}
 	return true
 }

@@ -382,6 +382,44 @@ const (
 	// uncordon the node.
 	RuleInPlaceDone
 
+	// RulePreserve: the machine's preservation begins: it is kept until
+	// its expiry, one preservation timeout ahead (P4, P6, P8).
+	RulePreserve
+	// RulePreserveNode: the node of a preserved machine is brought in
+	// line: kept from the cluster autoscaler, its Preserved condition
+	// True, uncordoned once the machine recovered.
+	RulePreserveNode
+	// RulePreserveDrain: cordon and drain the node of a preserved Failed
+	// machine.
+	RulePreserveDrain
+	// RulePreserveDrainForce: as RulePreserveDrain, deleting the pods.
+	RulePreserveDrainForce
+	// RulePreserveDrainRound: ask again to remove the pods left on the
+	// preserved node.
+	RulePreserveDrainRound
+	// RulePreserveDraining: the preserved node drains; waiting for its
+	// pods to go.
+	RulePreserveDraining
+	// RulePreserveDrainFailed: a write of the preserved node's drain
+	// failed; drained again after a backoff.
+	RulePreserveDrainFailed
+	// RulePreserveDrainBackoff: waiting for the retry time of a failed
+	// drain of the preserved node.
+	RulePreserveDrainBackoff
+	// RulePreserveDrained: the preserved node is drained; its Preserved
+	// condition says so.
+	RulePreserveDrained
+	// RulePreserveKept: a Failed machine is kept until its preservation
+	// expires; its owner does not replace it before.
+	RulePreserveKept
+	// RulePreserveStop: preservation is no longer asked (P1, P3); it stops
+	// and the node is given back.
+	RulePreserveStop
+	// RulePreserveEnd: preservation expired, or an auto-preserved machine
+	// is no longer Failed (P2, P5, P7); the annotations that asked for it
+	// are removed, so it does not begin again, and it stops.
+	RulePreserveEnd
+
 	ruleCount
 )
 

@@ -14,7 +14,8 @@ import (
 func TestRuleWarningsAreTheEventsOfTrouble(t *testing.T) {
 	normal := map[string]bool{"InstanceCreated": true, "InstanceReady": true, "MachineAvailable": true,
 		"MachineRunning": true, "MachineTerminating": true, "HotUpdateApplied": true,
-		"InPlaceUpdating": true, "InPlaceUpdateSuccessful": true, "InPlaceUpdated": true}
+		"InPlaceUpdating": true, "InPlaceUpdateSuccessful": true, "InPlaceUpdated": true,
+		"MachinePreserved": true, "PreservationStopped": true}
 	for _, r := range lifecycle.Rules() {
 		switch ev := r.Event(); {
 		case ev == "":

@@ -62,7 +62,7 @@ const (
 	handleFinalizerRemoved
 	handleNodeDelete
 	handleVolumesDetaching
-	handleInPlaceDrain
+	handleKeepDrain
 )
 
 // handle runs the handler h on the driver's answer res, or on the outcome o
@@ -103,8 +103,8 @@ func (x *decider) handle(h handler, res *driverapi.Result, o *Outcome) next {
 		return x.onNodeDelete(o)
 	case handleVolumesDetaching:
 		return x.onVolumesDetaching(o)
-	case handleInPlaceDrain:
-		return x.onInPlaceDrain(o)
+	case handleKeepDrain:
+		return x.onKeepDrain(o)
 	}
 	return fresh
 }
@@ -229,9 +229,9 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleMetadataSynced:            {id: "metadata.synced", text: "the instance carries every desired metadata key"},
 	RuleMetadataDiffers:           {id: "metadata.differs", text: "the instance's metadata differs from the desired; patching it"},
 	RuleInPlaceCondition:          {id: "inplace.condition", text: "setting the node's InPlaceUpdate condition to what its labels say"},
-	RuleInPlaceDrain:              {id: "inplace.drain", text: "cordoning and draining the node for its in-place update", handler: handleInPlaceDrain, at: atInPlaceDrain},
-	RuleInPlaceDrainForce:         {id: "inplace.drain-force", text: "cordoning and draining the node by force for its in-place update", handler: handleInPlaceDrain, at: atInPlaceDrain},
-	RuleInPlaceDrainRound:         {id: "inplace.drain-round", text: "asking again to remove the pods left on the node", handler: handleInPlaceDrain, at: atInPlaceDrain},
+	RuleInPlaceDrain:              {id: "inplace.drain", text: "cordoning and draining the node for its in-place update", handler: handleKeepDrain, at: atInPlaceDrain},
+	RuleInPlaceDrainForce:         {id: "inplace.drain-force", text: "cordoning and draining the node by force for its in-place update", handler: handleKeepDrain, at: atInPlaceDrain},
+	RuleInPlaceDrainRound:         {id: "inplace.drain-round", text: "asking again to remove the pods left on the node", handler: handleKeepDrain, at: atInPlaceDrain},
 	RuleInPlaceDraining:           {id: "inplace.draining", text: "the node drains for its in-place update; waiting for its pods to go"},
 	RuleInPlaceDrainFailed:        {id: "inplace.drain-failed", text: "draining the node for its in-place update failed; draining again after a backoff", event: "DrainFailed", warn: true},
 	RuleInPlaceDrainBackoff:       {id: "inplace.drain-backoff", text: "waiting to retry a failed drain for an in-place update"},
@@ -244,4 +244,16 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleInPlaceTimeout:            {id: "inplace.timeout", text: "the in-place update did not finish within its timeout", event: "InPlaceUpdateFailed", warn: true},
 	RuleInPlaceRequest:            {id: "inplace.request", text: "asking the node's in-place update: labelling it candidate and selected"},
 	RuleInPlaceDone:               {id: "inplace.done", text: "the in-place update asked is done; taking the labels off and uncordoning the node", event: "InPlaceUpdated"},
+	RulePreserve:                  {id: "preserve.begin", text: "the machine is preserved until its preservation expires", event: "MachinePreserved"},
+	RulePreserveNode:              {id: "preserve.node", text: "bringing the preserved machine's node in line"},
+	RulePreserveDrain:             {id: "preserve.drain", text: "cordoning and draining the preserved machine's node", handler: handleKeepDrain, at: atPreserveDrain},
+	RulePreserveDrainForce:        {id: "preserve.drain-force", text: "cordoning and draining the preserved machine's node by force", handler: handleKeepDrain, at: atPreserveDrain},
+	RulePreserveDrainRound:        {id: "preserve.drain-round", text: "asking again to remove the pods left on the preserved node", handler: handleKeepDrain, at: atPreserveDrain},
+	RulePreserveDraining:          {id: "preserve.draining", text: "the preserved node drains; waiting for its pods to go"},
+	RulePreserveDrainFailed:       {id: "preserve.drain-failed", text: "draining the preserved node failed; draining again after a backoff", event: "DrainFailed", warn: true},
+	RulePreserveDrainBackoff:      {id: "preserve.drain-backoff", text: "waiting to retry a failed drain of the preserved node"},
+	RulePreserveDrained:           {id: "preserve.drained", text: "the preserved node is drained"},
+	RulePreserveKept:              {id: "preserve.kept", text: "the failed machine is kept until its preservation expires"},
+	RulePreserveStop:              {id: "preserve.stop", text: "preservation is no longer asked; it stops", event: "PreservationStopped"},
+	RulePreserveEnd:               {id: "preserve.end", text: "preservation is over; removing the annotations that asked for it"},
 }

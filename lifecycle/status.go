@@ -85,6 +85,9 @@ type Status struct {
 	// MetadataSince is when the current metadata patch was asked; with
 	// Failures.Metadata it sets when the next one may be.
 	MetadataSince Stamp
+	// PreserveUntil is when the machine's preservation ends (MCM's
+	// preserveExpiryTime); unset while it is not preserved.
+	PreserveUntil Stamp
 	// CreationFrom is when the creation timeout starts counting, when that
 	// is later than the object's creation time: the end of a wait for an
 	// older incarnation of the machine's name (Input.PredecessorTerminating),
@@ -135,6 +138,10 @@ const (
 	// told to go on (MCM I2). StageSince is when the drain began; the drain
 	// timeout counts from it.
 	StageInPlaceDrain
+	// StagePreserveDrain: the node of a preserved Failed machine is
+	// cordoned and drained, so its workloads move while the node is kept
+	// for diagnosis. StageSince is when the drain began.
+	StagePreserveDrain
 	stageCount
 )
 
@@ -161,6 +168,8 @@ func (s Stage) String() string {
 		return "remove-finalizer"
 	case StageInPlaceDrain:
 		return "in-place-drain"
+	case StagePreserveDrain:
+		return "preserve-drain"
 	}
 	return "unknown-stage"
 }
@@ -223,8 +232,8 @@ const (
 	// observation; only the next observation tells what the instance
 	// carries, so the machine is not in sync until then.
 	FlagMetadataUnverified
-	// FlagDraining: the drain of the node is under way (in StageDrain or
-	// StageInPlaceDrain): its node is cordoned and its pods are being
+	// FlagDraining: the drain of the node is under way (in StageDrain,
+	// StageInPlaceDrain or StagePreserveDrain): its node is cordoned and its pods are being
 	// evicted; in StageDrain, StageSince is when this drain began. The drain ends when the observed node has no
 	// pods left to drain (Node.Pods), or by its timeouts.
 	FlagDraining
@@ -232,10 +241,18 @@ const (
 	// deletes the node's pods instead of evicting them; in StageDrain,
 	// StageSince is when it was forced.
 	FlagDeletingPods
+	// FlagPreserveByNode: the node's preserve annotation decides the
+	// machine's preservation; once the node carried one, its removal
+	// stops the preservation even where the machine's own annotation asks
+	// for it.
+	FlagPreserveByNode
+	// FlagPreserveDrained: the node of the preserved machine was drained
+	// while it was Failed (and cordoned by the drain).
+	FlagPreserveDrained
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
 		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified |
-		FlagDraining | FlagDeletingPods
+		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained
 	flagsDrainUnderWay = FlagDraining | FlagDeletingPods
 	flagsDrained       = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
@@ -245,7 +262,8 @@ func (s Flags) Has(f Flags) bool { return s&f == f }
 
 // flagNames names each declared flag, by bit. It is read-only.
 var flagNames = [...]string{"stale-instance", "granted", "was-failed", "drain-succeeded", "drain-forced",
-	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods"}
+	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods",
+	"preserve-by-node", "preserve-drained"}
 
 // String names the flags of s, joined by ",", such as
 // "drain-succeeded,terminated"; a bit no flag declares reads "bit-N". The
@@ -313,8 +331,9 @@ type Failures struct {
 	Update uint8
 	// Metadata counts metadata patches that did not converge.
 	Metadata uint8
-	// InPlace counts failed drains before an in-place update.
-	InPlace uint8
+	// Drain counts failed drains of a node whose machine stays: before an
+	// in-place update, or of a preserved Failed machine.
+	Drain uint8
 }
 
 // bump returns n+1, saturating.

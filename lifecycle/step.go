@@ -298,19 +298,8 @@ func (x *decider) decideFresh() {
 		x.requeue(retry.Long)
 		return
 	}
-	switch x.in.Problem {
-	case ProblemNone:
-	case ProblemInvalidMachine:
-		x.problem(RuleInvalidMachine, retry.Long)
-		return
-	case ProblemClassNotReady:
-		x.problem(RuleClassNotReady, retry.Short)
-		return
-	case ProblemInvalidNodeTemplate:
-		x.problem(RuleInvalidNodeTemplate, retry.Short)
-		return
-	default:
-		x.problem(RuleClassUnavailable, retry.Long)
+	if x.in.Problem != ProblemNone {
+		x.problem()
 		return
 	}
 	st := x.st
@@ -342,6 +331,9 @@ func (x *decider) decideFresh() {
 		if st.Phase == phase.CrashLoopBackOff && st.LastOp.Desc == lastop.DescInitFailed {
 			x.setStage(StageInitializing)
 		}
+	}
+	if x.preservation() {
+		return
 	}
 	switch {
 	case st.Flags.Has(FlagStaleInstance):
@@ -402,9 +394,20 @@ func (x *decider) pastCreation() {
 	x.health()
 }
 
-func (x *decider) problem(r Rule, period time.Duration) {
-	x.rule(r)
-	x.requeue(period)
+// problem decides for a machine not being deleted whose shell found a
+// problem: it waits, by the problem's rule and period (D5, D6).
+func (x *decider) problem() {
+	switch x.in.Problem {
+	case ProblemInvalidMachine:
+		x.rule(RuleInvalidMachine)
+	case ProblemClassNotReady:
+		x.rule(RuleClassNotReady)
+	case ProblemInvalidNodeTemplate:
+		x.rule(RuleInvalidNodeTemplate)
+	default:
+		x.rule(RuleClassUnavailable)
+	}
+	x.requeue(problemPeriod(x.in.Problem))
 }
 
 // idle ends a pass with nothing to do until the next resync (D10).

@@ -20,12 +20,14 @@ func (e Effect) String() string {
 		return e.Kind.String() + " " + e.Key
 	case KindEnsureNodeLabel, KindEnsurePriority, KindEnsureProviderID:
 		return e.Kind.String() + " " + e.Value
-	case KindLabelNode:
+	case KindLabelNode, KindAnnotateNode:
 		return e.Kind.String() + " " + e.Node + " " + e.Key + "=" + e.Value
-	case KindRemoveTaint, KindRemoveNodeFinalizer, KindRemoveNodeLabel:
+	case KindRemoveAnnotation:
+		return e.Kind.String() + " " + e.Key
+	case KindRemoveTaint, KindRemoveNodeFinalizer, KindRemoveNodeLabel, KindRemoveNodeAnnotation:
 		return e.Kind.String() + " " + e.Node + " " + e.Key
 	case KindSetNodeCondition:
-		return e.Kind.String() + " " + e.Node + " " + e.Key + "=True reason=" + e.Value
+		return e.Kind.String() + " " + e.Node + " " + e.Key + "=" + e.Status.String() + " reason=" + e.Value
 	case KindCordon, KindUncordon, KindDeleteVolumeAttachments, KindDeleteNode:
 		return e.Kind.String() + " " + e.Node
 	case KindDrain:

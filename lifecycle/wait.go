@@ -77,16 +77,37 @@ func (f *waitFacts) wait(cfg *Config, now Stamp) Wait {
 	case phase.Pending:
 		return Wait{For: WaitNodeJoin, Since: f.st.PhaseSince, Until: f.creationDeadline(cfg)}
 	case phase.Failed:
-		if retry && f.st.Flags.Has(FlagStaleInstance) {
-			// The deletion of an instance made on a stale node object
-			// failed and is retried.
-			return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
-		}
-		return Wait{For: WaitReplacement, Since: f.st.PhaseSince}
+		return f.failedWait(cfg, now, retry)
 	case phase.Running, phase.InPlaceUpdating:
 		return f.updateWait(cfg, retry)
 	}
 	return Wait{}
+}
+
+// failedWait is wait for a Failed machine; retry reports that its retry
+// time is ahead.
+func (f *waitFacts) failedWait(cfg *Config, now Stamp, retry bool) Wait {
+	switch {
+	case retry && (f.st.Flags.Has(FlagStaleInstance) || f.st.Stage == StagePreserveDrain):
+		// The deletion of an instance made on a stale node object, or a
+		// write of the preserved node's drain, failed and is retried.
+		return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
+	case f.st.Stage == StagePreserveDrain:
+		return f.keepDrainWait(cfg)
+	case f.st.PreserveUntil > now:
+		return Wait{For: WaitPreserved, Since: f.st.PhaseSince, Until: f.st.PreserveUntil}
+	}
+	return Wait{For: WaitReplacement, Since: f.st.PhaseSince}
+}
+
+// keepDrainWait is the wait of a machine whose kept node drains: for its
+// pods, until the drain is forced.
+func (f *waitFacts) keepDrainWait(cfg *Config) Wait {
+	var until Stamp
+	if !f.st.Flags.Has(FlagDeletingPods) {
+		until = f.st.StageSince.Add(cfg.drainTimeout(f.o))
+	}
+	return Wait{For: WaitDrain, Since: f.st.StageSince, Until: until}
 }
 
 // updateWait is wait for a Running or InPlaceUpdating machine; retry
@@ -101,11 +122,7 @@ func (f *waitFacts) updateWait(cfg *Config, retry bool) Wait {
 		return Wait{For: WaitRetry, Since: f.st.StageSince, Until: f.st.RetryAfter}
 	case f.st.Stage == StageInPlaceDrain:
 		// The drain before an in-place update, until it is forced.
-		var until Stamp
-		if !f.st.Flags.Has(FlagDeletingPods) {
-			until = f.st.StageSince.Add(cfg.drainTimeout(f.o))
-		}
-		return Wait{For: WaitDrain, Since: f.st.StageSince, Until: until}
+		return f.keepDrainWait(cfg)
 	}
 	return Wait{}
 }
@@ -200,7 +217,7 @@ func zoneHold(cfg *Config, g *Grant, deadline Stamp) Stamp {
 // rule reads, so a caller may reuse them from member to member.
 func (m *Member) facts(st *Status, o *Object, in *Input) waitFacts {
 	st.Phase, st.Stage, st.Flags, st.PhaseSince, st.StageSince = m.phase, m.stage, m.flags, m.phaseSince, m.stageSince
-	st.RetryAfter, st.ProviderID, st.CreationFrom = m.retryAfter, m.providerID, m.creationFrom
+	st.RetryAfter, st.ProviderID, st.CreationFrom, st.PreserveUntil = m.retryAfter, m.providerID, m.creationFrom, m.preserveUntil
 	o.Finalizer, o.ProviderID = m.finalizer, ""
 	o.Overrides.CreationTimeout, o.Overrides.HealthTimeout, o.Overrides.DrainTimeout = m.creationTimeout, m.healthTimeout, m.drainTimeout
 	o.Overrides.InPlaceUpdateTimeout = m.inPlaceTimeout
@@ -225,7 +242,8 @@ func (x *decider) decideWait() {
 	st := x.st
 	x.d.Wait = x.wait(x.cfg, x.now)
 	at := x.d.Wait.Until
-	if (x.deleted != 0 && st.Stage == StageDrain || st.Stage == StageInPlaceDrain) && st.Flags&flagsDrained == 0 {
+	if (x.deleted != 0 && st.Stage == StageDrain || st.Stage == StageInPlaceDrain || st.Stage == StagePreserveDrain) &&
+		st.Flags&flagsDrained == 0 {
 		for i := range st.Conditions {
 			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
 				at = sooner(at, c.Since.Add(x.cfg.ForceDrainAfter))

@@ -59,6 +59,8 @@ func ObjectFrom(m *v1alpha1.Machine) lifecycle.Object {
 		o.ForceDeletion = err == nil && b
 	}
 	o.ForceDrain = m.Labels[lifecycle.ForceDrainLabel] == "True"
+	v, ok := m.Annotations[lifecycle.PreserveAnnotation]
+	o.Preserve = lifecycle.ParsePreserve(v, ok)
 	return o
 }
 
@@ -70,6 +72,7 @@ func overridesFrom(m *v1alpha1.Machine) lifecycle.Overrides {
 		o.HealthTimeout = duration(c.MachineHealthTimeout)
 		o.CreationTimeout = duration(c.MachineCreationTimeout)
 		o.InPlaceUpdateTimeout = duration(c.MachineInPlaceUpdateTimeout)
+		o.PreserveTimeout = duration(c.MachinePreserveTimeout)
 		if c.MaxEvictRetries != nil {
 			o.MaxEvictRetries = *c.MaxEvictRetries
 		}
@@ -134,7 +137,11 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 		VolumesAttached:    len(n.Status.VolumesAttached),
 		Update:             lifecycle.UpdateLabelsOf(n.Labels),
 		UpdateFailedReason: n.Annotations[lifecycle.UpdateFailedReasonAnnotation],
+		ScaleDownDisabled:  n.Annotations[lifecycle.ScaleDownDisabledByAnnotation] == "true",
+		Unschedulable:      n.Spec.Unschedulable,
 	}
+	v, ok := n.Annotations[lifecycle.PreserveAnnotation]
+	out.Preserve = lifecycle.ParsePreserve(v, ok)
 	for _, t := range n.Spec.Taints {
 		switch {
 		case t.Key == lifecycle.TaintCriticalComponentsNotReady && t.Effect == corev1.TaintEffectNoSchedule:

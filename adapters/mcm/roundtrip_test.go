@@ -109,7 +109,7 @@ func TestRoundTripEveryFlagFailureAndStamp(t *testing.T) {
 		requireRoundTrip(t, lifecycle.Status{Phase: phase.Terminating, Flags: lifecycle.Flags(1) << bit})
 	}
 	requireRoundTrip(t, lifecycle.Status{
-		Failures:   lifecycle.Failures{Create: 1, Health: 2, Delete: 3, Update: 4, Metadata: 255, InPlace: 6},
+		Failures:   lifecycle.Failures{Create: 1, Health: 2, Delete: 3, Update: 4, Metadata: 255, Drain: 6},
 		Attempt:    1<<32 - 1,
 		Seq:        1<<32 - 1,
 		RetryAfter: lifecycle.Stamp(1<<63 - 2), // the extremes stand for saturated times
@@ -145,7 +145,7 @@ func statusGen() *rapid.Generator[lifecycle.Status] {
 			Failures: lifecycle.Failures{
 				Create: rapid.Uint8().Draw(t, "fc"), Health: rapid.Uint8().Draw(t, "fh"),
 				Delete: rapid.Uint8().Draw(t, "fd"), Update: rapid.Uint8().Draw(t, "fu"),
-				Metadata: rapid.Uint8().Draw(t, "fm"), InPlace: rapid.Uint8().Draw(t, "fi"),
+				Metadata: rapid.Uint8().Draw(t, "fm"), Drain: rapid.Uint8().Draw(t, "fi"),
 			},
 			Attempt:    rapid.Uint32().Draw(t, "attempt"),
 			Seq:        rapid.Uint32().Draw(t, "seq"),
@@ -171,6 +171,7 @@ func statusGen() *rapid.Generator[lifecycle.Status] {
 			MetadataObserved:   stamp.Draw(t, "metadataObserved"),
 			MetadataSince:      stamp.Draw(t, "metadataSince"),
 			CreationFrom:       stamp.Draw(t, "creationFrom"),
+			PreserveUntil:      stamp.Draw(t, "preserveUntil"),
 			// None, or the hash of newMachine's UID: a status holds no
 			// other (another reads back as 0, TestUIDHashOfAnotherUIDIsDropped).
 			UIDHash: rapid.SampledFrom([]retry.KeyHash{0, retry.HashKey("uid-1")}).Draw(t, "uidHash"),
@@ -238,10 +239,10 @@ func TestEveryStatusFieldIsMapped(t *testing.T) {
 	require.Equal(t, []string{
 		"Phase", "Stage", "Flags", "Failures", "Attempt", "Seq", "PhaseSince", "StageSince", "RetryAfter",
 		"LastOp", "ProviderID", "NodeName", "LastKnownState", "Addresses", "Conditions", "OwnerUID",
-		"AppliedGeneration", "InPlaceGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince", "CreationFrom",
+		"AppliedGeneration", "InPlaceGeneration", "RejectedGeneration", "Metadata", "MetadataObserved", "MetadataSince", "PreserveUntil", "CreationFrom",
 		"UIDHash",
 	}, names(lifecycle.Status{}))
-	require.Equal(t, []string{"Create", "Health", "Delete", "Update", "Metadata", "InPlace"}, names(lifecycle.Failures{}))
+	require.Equal(t, []string{"Create", "Health", "Delete", "Update", "Metadata", "Drain"}, names(lifecycle.Failures{}))
 	require.Equal(t, []string{"Type", "State", "Desc", "ErrorCode", "Detail", "Elapsed"}, names(lastop.Operation{}))
 	require.Equal(t, []string{"Type", "Status", "Since", "Reason", "Message"}, names(lifecycle.Condition{}))
 }

@@ -58,6 +58,9 @@ type state struct {
 	MetaSeen     string            `json:"metadataObserved,omitempty"`
 	MetaSince    string            `json:"metadataSince,omitempty"`
 	CreationFrom string            `json:"creationFrom,omitempty"`
+	// PreserveUntil is the preservation's expiry with its nanoseconds;
+	// status.currentStatus.preserveExpiryTime keeps it in whole seconds.
+	PreserveUntil string `json:"preserveUntil,omitempty"`
 	// Op is the structured last operation, kept only when parsing the
 	// rendered description would not give it back.
 	Op *operation `json:"op,omitempty"`
@@ -75,7 +78,7 @@ type failures struct {
 	Delete   uint8 `json:"delete,omitempty"`
 	Update   uint8 `json:"update,omitempty"`
 	Metadata uint8 `json:"metadata,omitempty"`
-	InPlace  uint8 `json:"inPlace,omitempty"`
+	Drain    uint8 `json:"drain,omitempty"`
 }
 
 type operation struct {
@@ -118,6 +121,11 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 	cur.Phase = v1alpha1.MachinePhase(st.Phase.String())
 	cur.TimeoutActive = st.Phase == phase.Pending
 	cur.LastUpdateTime = metav1.NewTime(st.PhaseSince.Time())
+	cur.PreserveExpiryTime = nil
+	if st.PreserveUntil != 0 {
+		t := metav1.NewTime(st.PreserveUntil.Time())
+		cur.PreserveExpiryTime = &t
+	}
 
 	lo := lifecycle.LastOperation(&st, m.Name, now)
 	rec := v1alpha1.LastOperation{
@@ -155,9 +163,10 @@ func ApplyStatus(st lifecycle.Status, m *v1alpha1.Machine, now time.Time) {
 		CreationFrom: stampText(st.CreationFrom),
 		Check:        check(m),
 	}
+	s.PreserveUntil = stampText(st.PreserveUntil)
 	if f := st.Failures; f != (lifecycle.Failures{}) {
 		s.Failures = &failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata,
-			InPlace: f.InPlace}
+			Drain: f.Drain}
 	}
 	if len(st.Metadata) > 0 {
 		s.Metadata = st.Metadata
@@ -297,6 +306,11 @@ func adopt(m *v1alpha1.Machine) (lifecycle.Status, error) {
 	if st.PhaseSince, err = stampOf(m.Status.CurrentStatus.LastUpdateTime.Time); err != nil {
 		return lifecycle.Status{}, fmt.Errorf("%w: machine %s: currentStatus.lastUpdateTime: %v", ErrInvalidState, m.Name, err)
 	}
+	if t := m.Status.CurrentStatus.PreserveExpiryTime; t != nil {
+		if st.PreserveUntil, err = stampOf(t.Time); err != nil {
+			return lifecycle.Status{}, fmt.Errorf("%w: machine %s: currentStatus.preserveExpiryTime: %v", ErrInvalidState, m.Name, err)
+		}
+	}
 	st.ProviderID = m.Spec.ProviderID
 	st.NodeName = m.Labels[lifecycle.NodeLabel]
 	if st.NodeName == "" {
@@ -351,6 +365,7 @@ func (s *state) into(st *lifecycle.Status) error {
 	}{
 		{s.StageSince, &st.StageSince}, {s.PhaseSince, &st.PhaseSince}, {s.RetryAfter, &st.RetryAfter},
 		{s.MetaSeen, &st.MetadataObserved}, {s.MetaSince, &st.MetadataSince}, {s.CreationFrom, &st.CreationFrom},
+		{s.PreserveUntil, &st.PreserveUntil},
 	}
 	for _, x := range stamps {
 		if *x.to, err = parseStamp(x.text); err != nil {
@@ -360,7 +375,7 @@ func (s *state) into(st *lifecycle.Status) error {
 	st.Flags = s.Flags
 	if f := s.Failures; f != nil {
 		st.Failures = lifecycle.Failures{Create: f.Create, Health: f.Health, Delete: f.Delete, Update: f.Update, Metadata: f.Metadata,
-			InPlace: f.InPlace}
+			Drain: f.Drain}
 	}
 	st.Attempt, st.Seq = s.Attempt, s.Seq
 	st.ProviderID, st.NodeName, st.OwnerUID = s.ProviderID, s.Node, s.OwnerUID

@@ -54,14 +54,15 @@ type releasedFailures struct {
 // fields); the hash is in an annotation of its own, which that release
 // never reads. Read back without that annotation, as the previous release
 // reads it, the status is the same but for the hash. The in-place update's
-// state (the stage in-place-drain, InPlaceGeneration, Failures.InPlace),
-// new since, is written only for a machine that had an in-place update;
-// the previous release refuses such a machine's annotation (CHANGELOG.md
-// says so).
+// and preservation's state (the stages in-place-drain and preserve-drain,
+// InPlaceGeneration, Failures.Drain, PreserveUntil), new since, is written
+// only for a machine that had an in-place update or was preserved; the
+// previous release refuses such a machine's annotation (CHANGELOG.md says
+// so).
 func TestPreviousReleaseReadsAStatusWithUIDHash(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		st := statusGen().Draw(t, "status")
-		st.InPlaceGeneration, st.Failures.InPlace = 0, 0
+		st.InPlaceGeneration, st.Failures.Drain, st.PreserveUntil = 0, 0, 0
 		st.UIDHash = retry.HashKey("uid-1")
 		now := time.Unix(1.76e9, 5)
 		with, without := newMachine(), newMachine()

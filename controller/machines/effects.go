@@ -40,6 +40,16 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, e lifecycle.Effect) (li
 			m.Spec.ProviderID = e.Value
 			return changed
 		})
+	case lifecycle.KindRemoveAnnotation:
+		return r.updateMachine(ctx, p, func(m *v1alpha1.Machine) bool {
+			_, had := m.Annotations[e.Key]
+			delete(m.Annotations, e.Key)
+			if e.Key == lifecycle.PreserveAnnotation && m.Spec.Preserve != "" {
+				// The spec's request for preservation is the annotation's.
+				m.Spec.Preserve, had = "", true
+			}
+			return had
+		})
 
 	case lifecycle.KindDrain:
 		return r.drain(ctx, p, e)

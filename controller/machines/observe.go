@@ -76,6 +76,17 @@ func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 	if c.MaxEvictRetries != nil {
 		ov.MaxEvictRetries = *c.MaxEvictRetries
 	}
+	if c.MachineInPlaceUpdateTimeout != nil {
+		ov.InPlaceUpdateTimeout = c.MachineInPlaceUpdateTimeout.Duration
+	}
+	if c.MachinePreserveTimeout != nil {
+		ov.PreserveTimeout = c.MachinePreserveTimeout.Duration
+	}
+	v, ok := m.Annotations[lifecycle.PreserveAnnotation]
+	if m.Spec.Preserve != "" {
+		v, ok = m.Spec.Preserve, true
+	}
+	o.Preserve = lifecycle.ParsePreserve(v, ok)
 	if c.DisableHealthTimeout != nil {
 		ov.DisableHealthTimeout = *c.DisableHealthTimeout
 	}
@@ -87,7 +98,8 @@ func objectOf(m *v1alpha1.Machine) (lifecycle.Object, lifecycle.Problem) {
 			}
 		}
 	}
-	if ov.CreationTimeout < 0 || ov.HealthTimeout < 0 || ov.DrainTimeout < 0 || ov.MaxEvictRetries < 0 {
+	if ov.CreationTimeout < 0 || ov.HealthTimeout < 0 || ov.DrainTimeout < 0 || ov.MaxEvictRetries < 0 ||
+		ov.InPlaceUpdateTimeout < 0 || ov.PreserveTimeout < 0 {
 		problem = lifecycle.ProblemInvalidMachine
 	}
 	return o, problem
@@ -164,7 +176,11 @@ func nodeView(n *corev1.Node) lifecycle.Node {
 		VolumesAttached:    len(n.Status.VolumesAttached),
 		Update:             lifecycle.UpdateLabelsOf(n.Labels),
 		UpdateFailedReason: n.Annotations[lifecycle.UpdateFailedReasonAnnotation],
+		ScaleDownDisabled:  n.Annotations[lifecycle.ScaleDownDisabledByAnnotation] == "true",
+		Unschedulable:      n.Spec.Unschedulable,
 	}
+	pv, ok := n.Annotations[lifecycle.PreserveAnnotation]
+	v.Preserve = lifecycle.ParsePreserve(pv, ok)
 	for _, c := range n.Status.Conditions {
 		cs := lifecycle.ConditionUnknown
 		switch c.Status {

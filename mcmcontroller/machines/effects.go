@@ -50,6 +50,12 @@ func (p *pass) apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write,
 			m.Spec.ProviderID = e.Value
 			return changed
 		})
+	case lifecycle.KindRemoveAnnotation:
+		return p.updateMachine(ctx, func(m *v1alpha1.Machine) bool {
+			_, had := m.Annotations[e.Key]
+			delete(m.Annotations, e.Key)
+			return had
+		})
 	case lifecycle.KindDrain:
 		blocked, err := p.r.nodes.Drain(ctx, e.Node, e.Force)
 		p.evictionBlocked(e.Node, blocked)

@@ -54,15 +54,21 @@ func StatusOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) Machin
 		p.State == rec.State && p.Type == rec.Type && !p.LastUpdateTime.IsZero() {
 		rec.LastUpdateTime = p.LastUpdateTime
 	}
+	var expiry *metav1.Time
+	if st.PreserveUntil != 0 {
+		t := metav1.NewTime(st.PreserveUntil.Time())
+		expiry = &t
+	}
 	out := MachineStatus{
 		ObservedGeneration: m.Generation,
 		Conditions:         conditionsOf(m, st, d, now),
 		Wait:               waitOf(d),
 		LastOperation:      rec,
 		CurrentStatus: CurrentStatus{
-			Phase:          st.Phase.String(),
-			TimeoutActive:  st.Phase == phase.Pending || st.Phase == phase.Unknown,
-			LastUpdateTime: metav1.NewTime(st.PhaseSince.Time()),
+			Phase:              st.Phase.String(),
+			TimeoutActive:      st.Phase == phase.Pending || st.Phase == phase.Unknown,
+			LastUpdateTime:     metav1.NewTime(st.PhaseSince.Time()),
+			PreserveExpiryTime: expiry,
 		},
 		LastKnownState: st.LastKnownState,
 		Node:           st.NodeName,
@@ -73,7 +79,7 @@ func StatusOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) Machin
 			RetryAfter: stampText(st.RetryAfter),
 			Flags:      FlagNames(st.Flags),
 			Failures: Failures{Create: st.Failures.Create, Health: st.Failures.Health, Delete: st.Failures.Delete,
-				Update: st.Failures.Update, Metadata: st.Failures.Metadata, InPlace: st.Failures.InPlace},
+				Update: st.Failures.Update, Metadata: st.Failures.Metadata, Drain: st.Failures.Drain},
 			Attempt:    st.Attempt,
 			Seq:        st.Seq,
 			ProviderID: st.ProviderID,
@@ -87,6 +93,7 @@ func StatusOf(m *Machine, st *lifecycle.Status, d Decided, now time.Time) Machin
 			MetadataObserved:   stampText(st.MetadataObserved),
 			MetadataSince:      stampText(st.MetadataSince),
 			CreationFrom:       stampText(st.CreationFrom),
+			PreserveUntil:      stampText(st.PreserveUntil),
 			UIDHash:            uidHashText(st.UIDHash),
 		},
 	}
@@ -161,7 +168,7 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	st.Flags, err = ParseFlags(l.Flags)
 	errs = append(errs, err)
 	st.Failures = lifecycle.Failures{Create: l.Failures.Create, Health: l.Failures.Health, Delete: l.Failures.Delete,
-		Update: l.Failures.Update, Metadata: l.Failures.Metadata, InPlace: l.Failures.InPlace}
+		Update: l.Failures.Update, Metadata: l.Failures.Metadata, Drain: l.Failures.Drain}
 	st.Attempt, st.Seq, st.ProviderID = l.Attempt, l.Seq, l.ProviderID
 	st.OwnerUID, st.AppliedGeneration, st.RejectedGeneration = l.OwnerUID, l.AppliedGeneration, l.RejectedGeneration
 	st.InPlaceGeneration = l.InPlaceGeneration
@@ -171,6 +178,8 @@ func (s *MachineStatus) ToLifecycle() (lifecycle.Status, error) {
 	st.MetadataSince, err = parseStamp("metadataSince", l.MetadataSince)
 	errs = append(errs, err)
 	st.CreationFrom, err = parseStamp("creationFrom", l.CreationFrom)
+	errs = append(errs, err)
+	st.PreserveUntil, err = parseStamp("preserveUntil", l.PreserveUntil)
 	errs = append(errs, err)
 	st.UIDHash, err = parseUIDHash(l.UIDHash)
 	errs = append(errs, err)

@@ -41,7 +41,7 @@ func randomStatus(r *rand.Rand) lifecycle.Status {
 		Stage: stages[r.IntN(len(stages))],
 		Flags: lifecycle.Flags(1 + r.IntN(1<<15)),
 		Failures: lifecycle.Failures{Create: uint8(1 + r.IntN(255)), Health: uint8(1 + r.IntN(255)), Delete: uint8(1 + r.IntN(255)),
-			Update: uint8(1 + r.IntN(255)), Metadata: uint8(1 + r.IntN(255)), InPlace: uint8(1 + r.IntN(255))},
+			Update: uint8(1 + r.IntN(255)), Metadata: uint8(1 + r.IntN(255)), Drain: uint8(1 + r.IntN(255))},
 		Attempt:    1 + r.Uint32N(1<<31),
 		Seq:        1 + r.Uint32N(1<<31),
 		PhaseSince: stamp(),
@@ -67,6 +67,7 @@ func randomStatus(r *rand.Rand) lifecycle.Status {
 		MetadataObserved:   stamp(),
 		MetadataSince:      stamp(),
 		CreationFrom:       stamp(),
+		PreserveUntil:      stamp(),
 		UIDHash:            retry.KeyHash(r.Uint64() | 1),
 	}
 	for range 1 + r.IntN(3) {

@@ -68,6 +68,17 @@ type MachineSpec struct {
 	// configuration.
 	// +optional
 	InPlaceGeneration int64 `json:"inPlaceGeneration,omitempty"`
+	// Preserve asks to keep the machine and its node for diagnosis instead
+	// of replacing it: "now" (whatever its phase), "when-failed" (once it
+	// is Failed) or "false". While it is preserved its node is kept from
+	// the cluster autoscaler, a Failed machine's node is drained, and the
+	// machine is not replaced until its preservation expires
+	// (status.currentStatus.preserveExpiryTime, one machinePreserveTimeout
+	// after it began); then the controller clears this field. Left empty,
+	// the machine annotation node.machine.sapcloud.io/preserve asks.
+	// +optional
+	// +kubebuilder:validation:Enum=now;when-failed;"false"
+	Preserve string `json:"preserve,omitempty"`
 	// InstanceMetadata is the metadata (tags, labels) the instance must
 	// carry at the provider.
 	// +optional
@@ -116,6 +127,13 @@ type MachineConfiguration struct {
 	// make the node unhealthy when not False.
 	// +optional
 	NodeConditions *string `json:"nodeConditions,omitempty"`
+	// MachineInPlaceUpdateTimeout bounds an in-place update of the node,
+	// after which it failed.
+	// +optional
+	MachineInPlaceUpdateTimeout *metav1.Duration `json:"inPlaceUpdateTimeout,omitempty"`
+	// MachinePreserveTimeout bounds a preservation of the machine.
+	// +optional
+	MachinePreserveTimeout *metav1.Duration `json:"machinePreserveTimeout,omitempty"`
 }
 
 // MachineStatus is the machine's status: what a person reads first (the
@@ -224,6 +242,10 @@ type CurrentStatus struct {
 	// LastUpdateTime is when the phase was entered.
 	// +optional
 	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+	// PreserveExpiryTime is when the machine's preservation ends; unset
+	// while it is not preserved.
+	// +optional
+	PreserveExpiryTime *metav1.Time `json:"preserveExpiryTime,omitempty"`
 }
 
 // LifecycleState is the part of lifecycle.Status that MCM's fields do not
@@ -291,6 +313,9 @@ type LifecycleState struct {
 	// the machine's name.
 	// +optional
 	CreationFrom string `json:"creationFrom,omitempty"`
+	// PreserveUntil is when the preservation ends, with its nanoseconds.
+	// +optional
+	PreserveUntil string `json:"preserveUntil,omitempty"`
 	// UIDHash is the machine's UID hashed for its deterministic jitter, 16
 	// hexadecimal digits; without it the lifecycle hashes the UID again.
 	// +optional
@@ -314,9 +339,10 @@ type Failures struct {
 	// Metadata counts metadata patches that did not converge.
 	// +optional
 	Metadata uint8 `json:"metadata,omitempty"`
-	// InPlace counts failed drains before an in-place update.
+	// Drain counts failed drains of a node whose machine stays (before an
+	// in-place update, or of a preserved Failed machine).
 	// +optional
-	InPlace uint8 `json:"inPlace,omitempty"`
+	Drain uint8 `json:"drain,omitempty"`
 }
 
 // Operation is the structured form of the last operation: which of MCM's

@@ -1,0 +1,280 @@
+package lifecycle
+
+import (
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Preservation (MCM's preservation step; its lines P1-P8 in
+// doc/mcm-rows.md): a machine, and its node, kept for diagnosis instead of
+// replaced. An annotation asks for it (PreserveAnnotation on the machine
+// or its node): now, when the machine is Failed, or auto-preserved (the
+// owner chose the Failed machine within its maximum). A preserved machine
+// has an expiry (Status.PreserveUntil), one preservation timeout after it
+// began; its node is kept from the cluster autoscaler and says so in its
+// Preserved condition, and a Failed machine's node is drained first
+// (keepdrain.go), so its workloads move while the node stays. Preservation
+// stops when the annotation no longer asks for it, and ends at the expiry,
+// or when an auto-preserved machine recovers: the annotations are removed
+// so that it does not begin again, the node is given back.
+//
+// Decided here, where MCM leaves it open:
+//   - Every change to Failed sets the expiry in the same decision when
+//     preservation is asked for a Failed machine, so the owner never sees a
+//     Failed machine without it that it would replace (MCM sets it in a
+//     later reconcile, and some paths to Failed clear it).
+//   - Preservation is decided at the start of a pass and never ends the
+//     pass: the machine's own flow goes on after its writes (MCM's step
+//     ends the reconcile on an error, before creation; MCM issue 1110,
+//     https://github.com/gardener/machine-controller-manager/issues/1110).
+//   - The node's own annotation, once it carried one, decides (the status
+//     records it); the machine's annotation is not moved onto a record of
+//     the node's, as MCM does.
+//   - A preserved node is cordoned by its drain only when its machine is
+//     Failed; it is uncordoned when the machine recovers or preservation
+//     stops, only if the lifecycle cordoned it for the preservation.
+
+// preserveAsked returns what the annotations ask of the machine's
+// preservation, and whether the machine is preservation-bound at all (it
+// is preserved, or an annotation names it, or the node's annotation
+// decided before). n is the machine's node, nil when it has none. A
+// machine's invalid value counts as none; a node's invalid value decides
+// nothing (bound false).
+func (x *decider) preserveAsked(n *Node) (Preserve, bool) {
+	st := x.st
+	machine := x.in.Object.Preserve
+	if machine == PreserveInvalid {
+		machine = PreserveUnset
+	}
+	byNode := n != nil && (n.Preserve != PreserveUnset || st.Flags.Has(FlagPreserveByNode))
+	switch {
+	case byNode && n.Preserve == PreserveInvalid:
+		return PreserveUnset, false
+	case byNode:
+		return n.Preserve, true
+	}
+	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags.Has(FlagPreserveByNode) ||
+		n != nil && preservedLeftover(n)
+}
+
+// preservedLeftover reports whether node n still shows a preservation: its
+// Preserved condition True, or the cluster autoscaler kept off by the
+// lifecycle.
+func preservedLeftover(n *Node) bool {
+	return n.ScaleDownDisabled || conditionIs(n.Conditions, ConditionPreserved, ConditionTrue)
+}
+
+// conditionIs reports whether conds hold a condition of type typ with
+// status s.
+func conditionIs(conds []Condition, typ string, s ConditionStatus) bool {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return conds[i].Status == s
+		}
+	}
+	return false
+}
+
+// preservation decides the preservation of a machine not being deleted,
+// before its phase's flow (P1-P8). It reports whether it decided the
+// step: writes to bring the node or the annotations in line (at the start
+// of a pass), or the drain of a preserved Failed machine's node. A
+// preservation that only begins (its expiry) lets the flow go on.
+func (x *decider) preservation() bool {
+	if x.in.NodeReadFailed || x.cfg.NoTargetCluster && x.in.Object.Preserve == PreserveUnset && x.st.PreserveUntil == 0 {
+		return false
+	}
+	n := x.node()
+	asked, bound := x.preserveAsked(n)
+	if !bound {
+		return false
+	}
+	st := x.st
+	if n != nil && n.Preserve != PreserveUnset {
+		set(x, &st.Flags, st.Flags|FlagPreserveByNode)
+	}
+	expired := st.PreserveUntil != 0 && x.now >= st.PreserveUntil
+	failed := st.Phase == phase.Failed
+	switch {
+	case asked == PreserveNow && expired, asked == PreserveWhenFailed && expired,
+		asked == PreserveAutoPreserved && (expired || !failed):
+		return x.endPreservation(n) // P5, P2, P7
+	case asked == PreserveNow, asked == PreserveWhenFailed && failed, asked == PreserveAutoPreserved:
+		return x.preserve(n, asked) // P6, P4, P8
+	}
+	return x.stopPreservation(n) // P1, P3
+}
+
+// preserve keeps the machine: its expiry set when preservation begins, a
+// Failed machine's node drained, then the node kept from the cluster
+// autoscaler and its Preserved condition True, and a node the lifecycle
+// cordoned for the preservation uncordoned once the machine recovered.
+func (x *decider) preserve(n *Node, asked Preserve) bool {
+	st, o := x.st, &x.in.Object
+	if st.PreserveUntil == 0 {
+		x.rule(RulePreserve)
+		st.PreserveUntil = x.now.Add(x.cfg.preserveTimeout(o))
+		x.changed = true
+		x.event(RulePreserve, false)
+	}
+	if n == nil {
+		return false
+	}
+	failed := st.Phase == phase.Failed
+	if failed && !st.Flags.Has(FlagPreserveDrained) {
+		if st.Stage != StagePreserveDrain {
+			x.setStage(StagePreserveDrain)
+			set(x, &st.Failures.Drain, 0)
+			x.beginKeepDrain(n, x.keepDrainForced())
+			return true
+		}
+		x.keepDraining(n)
+		return true
+	}
+	if x.in.Outcome != nil {
+		return false // the node's writes come at the start of a pass
+	}
+	wrote := false
+	if !n.ScaleDownDisabled {
+		x.nodeEffect(KindAnnotateNode, n.Name, ScaleDownDisabledAnnotation, "true")
+		x.nodeEffect(KindAnnotateNode, n.Name, ScaleDownDisabledByAnnotation, "true")
+		wrote = true
+	}
+	reason := ReasonPreservedByUser
+	if asked == PreserveAutoPreserved {
+		reason = ReasonPreservedByMCM
+	}
+	msg := "Machine preserved until " + st.PreserveUntil.Time().UTC().String() + "."
+	if failed {
+		msg = "Preserved node drained successfully. " + msg
+	}
+	if !hasCondition(n.Conditions, ConditionPreserved, ConditionTrue, reason, msg) {
+		x.preservedCondition(n, ConditionTrue, reason, msg)
+		wrote = true
+	}
+	if !failed && st.Flags.Has(FlagPreserveDrained) {
+		// Recovered: the node cordoned for the preservation is given
+		// back to workloads.
+		if n.Unschedulable {
+			x.nodeEffect(KindUncordon, n.Name, "", "")
+			wrote = true
+		}
+		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+	}
+	if wrote {
+		x.rule(RulePreserveNode)
+		x.resync()
+	}
+	return wrote
+}
+
+// preserveDrained records the preserved Failed machine's node drained; the
+// next pass marks its condition.
+func (x *decider) preserveDrained(n *Node) {
+	x.rule(RulePreserveDrained)
+	x.endKeepDrain()
+	set(x, &x.st.Flags, x.st.Flags|FlagPreserveDrained)
+	x.requeue(retry.Short)
+}
+
+// endPreservation ends a preservation for good (P2, P5, P7): while an
+// annotation still asks for it, the annotations are removed (at the start
+// of a pass), so that it does not begin again; once none asks, it stops.
+func (x *decider) endPreservation(n *Node) bool {
+	o := &x.in.Object
+	if o.Preserve == PreserveUnset && (n == nil || n.Preserve == PreserveUnset) {
+		return x.stopPreservation(n)
+	}
+	if x.in.Outcome != nil {
+		return false
+	}
+	x.rule(RulePreserveEnd)
+	if o.Preserve != PreserveUnset {
+		x.put(KindRemoveAnnotation).Key = PreserveAnnotation
+	}
+	if n != nil && n.Preserve != PreserveUnset {
+		x.nodeEffect(KindRemoveNodeAnnotation, n.Name, PreserveAnnotation, "")
+	}
+	x.requeue(retry.Short)
+	return true
+}
+
+// stopPreservation stops a preservation no longer asked for (P1, P3): the
+// expiry cleared, the node given back (its Preserved condition False, the
+// cluster autoscaler's annotations removed, uncordoned when the lifecycle
+// cordoned it and the machine is not Failed). The node's writes come at
+// the start of a pass and are emitted again while the node shows a
+// preservation, so a write lost after the status was saved is made again.
+func (x *decider) stopPreservation(n *Node) bool {
+	st := x.st
+	if st.PreserveUntil != 0 {
+		x.rule(RulePreserveStop)
+		set(x, &st.PreserveUntil, 0)
+		x.event(RulePreserveStop, false)
+	}
+	if st.Stage == StagePreserveDrain {
+		x.endKeepDrain()
+	}
+	if n == nil || n.Preserve == PreserveUnset {
+		set(x, &st.Flags, st.Flags&^FlagPreserveByNode)
+	}
+	if n == nil {
+		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+		return false
+	}
+	if x.in.Outcome != nil {
+		return false // the node's writes come at the start of a pass
+	}
+	wrote := false
+	if conditionIs(n.Conditions, ConditionPreserved, ConditionTrue) {
+		x.preservedCondition(n, ConditionFalse, ReasonPreservationStopped, "")
+		wrote = true
+	}
+	if n.ScaleDownDisabled {
+		x.nodeEffect(KindRemoveNodeAnnotation, n.Name, ScaleDownDisabledAnnotation, "")
+		x.nodeEffect(KindRemoveNodeAnnotation, n.Name, ScaleDownDisabledByAnnotation, "")
+		wrote = true
+	}
+	if st.Flags.Has(FlagPreserveDrained) && st.Phase != phase.Failed && n.Unschedulable {
+		x.nodeEffect(KindUncordon, n.Name, "", "")
+		wrote = true
+	}
+	if st.Phase != phase.Failed {
+		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+	}
+	if wrote {
+		x.rule(RulePreserveStop)
+		x.resync()
+	}
+	return wrote
+}
+
+// preservedCondition appends the write of node n's Preserved condition.
+func (x *decider) preservedCondition(n *Node, s ConditionStatus, reason, msg string) {
+	e := x.put(KindSetNodeCondition)
+	e.Node, e.Key, e.Value, e.Message, e.Status = n.Name, ConditionPreserved, reason, msg, s
+}
+
+// hasCondition reports whether conds hold a condition of type typ with
+// status s, reason and message.
+func hasCondition(conds []Condition, typ string, s ConditionStatus, reason, msg string) bool {
+	for i := range conds {
+		if c := &conds[i]; c.Type == typ {
+			return c.Status == s && c.Reason == reason && c.Message == msg
+		}
+	}
+	return false
+}
+
+// preserveOnFailure sets the expiry of a machine becoming Failed whose
+// annotations ask for its preservation once Failed, in the decision that
+// makes it Failed.
+func (x *decider) preserveOnFailure() {
+	if x.st.PreserveUntil != 0 || x.in.NodeReadFailed {
+		return
+	}
+	if asked, bound := x.preserveAsked(x.node()); bound &&
+		(asked == PreserveNow || asked == PreserveWhenFailed || asked == PreserveAutoPreserved) {
+		set(x, &x.st.PreserveUntil, x.now.Add(x.cfg.preserveTimeout(&x.in.Object)))
+	}
+}

@@ -1,0 +1,349 @@
+package lifecycle_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/lastop"
+	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
+	"github.com/purelifecycle/machine/retry"
+)
+
+// Tests of preservation (preserve.go): one case per line P1-P8 of MCM's
+// preservation table (doc/mcm-rows.md), then how preservation meets
+// failure, recovery, its expiry, the limiter and deletion.
+
+// preservedCondition is the node's Preserved condition with status s and
+// reason.
+func preservedCondition(s lifecycle.ConditionStatus, reason, msg string) lifecycle.Condition {
+	return lifecycle.Condition{Type: lifecycle.ConditionPreserved, Status: s, Reason: reason, Message: msg}
+}
+
+// preservedRunning is a Running machine preserved since an hour (its
+// expiry 95 hours ahead), its node showing it, the machine annotated p.
+func preservedRunning(p lifecycle.Preserve) lifecycle.Input {
+	in := runningInput()
+	in.Object.Preserve = p
+	in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(95 * time.Hour))
+	in.Node.ScaleDownDisabled = true
+	in.Node.Conditions = append(cloneConds(in.Node.Conditions), preservedCondition(lifecycle.ConditionTrue,
+		lifecycle.ReasonPreservedByUser, "Machine preserved until "+in.Status.PreserveUntil.Time().UTC().String()+"."))
+	in.Status.Conditions = in.Node.Conditions
+	return in
+}
+
+// failedInput is a machine Failed an hour ago on its node, NotReady for a
+// minute, pods on it.
+func failedInput(p lifecycle.Preserve) lifecycle.Input {
+	in := unknownInput()
+	in.Node.Conditions = cloneConds(in.Node.Conditions)
+	in.Node.Conditions[0].Since = lifecycle.StampOf(in.Now.Add(-time.Minute))
+	in.Status.Conditions = in.Node.Conditions
+	in.Object.Preserve = p
+	in.Status.Phase = phase.Failed
+	in.Status.PhaseSince = lifecycle.StampOf(in.Now.Add(-time.Hour))
+	in.Status.LastOp = lastop.Operation{Type: lastop.TypeHealthCheck, State: lastop.StateFailed, Desc: lastop.DescHealthConfirmed}
+	in.Node.Pods = 2
+	return in
+}
+
+// stepPass steps in as one pass: each decision's effects done and a driver
+// call answered by answer, until a decision has no effects (or 10 steps).
+// It returns the decisions.
+func stepPass(t *testing.T, cfg lifecycle.Config, in lifecycle.Input, answer driverapi.Result) []lifecycle.Decision {
+	t.Helper()
+	var ds []lifecycle.Decision
+	for range 10 {
+		d := step(t, cfg, in)
+		ds = append(ds, d)
+		if d.Effects.Len() == 0 {
+			break
+		}
+		in = then(in, d, answer)
+	}
+	return ds
+}
+
+var (
+	stopLines = []string{"event Normal PreservationStopped (preserve.stop)",
+		"set-node-condition node-vm-1 Preserved=False reason=Preservation stopped.",
+		"remove-node-annotation node-vm-1 " + lifecycle.ScaleDownDisabledAnnotation,
+		"remove-node-annotation node-vm-1 " + lifecycle.ScaleDownDisabledByAnnotation}
+	beginPreserve = "event Normal MachinePreserved (preserve.begin)"
+	annotateNode  = []string{"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledAnnotation + "=true",
+		"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledByAnnotation + "=true"}
+)
+
+// TestPreserveRows has one case per line of MCM's preservation table.
+func TestPreserveRows(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	expire := func(in lifecycle.Input) lifecycle.Input {
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now)
+		return in
+	}
+	cases := []struct {
+		name   string
+		in     lifecycle.Input
+		rule   lifecycle.Rule
+		lines  []string
+		until  bool // still preserved after the decision
+		phase  phase.Phase
+		inStep func(t *testing.T, d lifecycle.Decision)
+	}{
+		{name: "P1 false on a preserved machine: stopped, the node given back",
+			in: preservedRunning(lifecycle.PreserveFalse), rule: lifecycle.RulePreserveStop, lines: stopLines},
+		{name: "P1 no annotation left on a preserved machine: stopped",
+			in: preservedRunning(lifecycle.PreserveUnset), rule: lifecycle.RulePreserveStop, lines: stopLines},
+		{name: "P2 when-failed, expired: the annotation removed first",
+			in: expire(failedInput(lifecycle.PreserveWhenFailed)), rule: lifecycle.RulePreserveEnd, until: true,
+			lines: []string{"remove-annotation " + lifecycle.PreserveAnnotation}},
+		{name: "P3 when-failed on a Running machine preserved before: stopped",
+			in: preservedRunning(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserveStop, lines: stopLines},
+		{name: "P4 when-failed on a Failed machine: preserved, its node cordoned and drained",
+			in: failedInput(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserveDrain, until: true,
+			lines: []string{beginPreserve, "cordon node-vm-1", "drain node-vm-1"},
+			inStep: func(t *testing.T, d lifecycle.Decision) {
+				require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
+				require.Equal(t, lifecycle.WaitDrain, d.Wait.For)
+			}},
+		{name: "P5 now, expired: the annotation removed first",
+			in: expire(preservedRunning(lifecycle.PreserveNow)), rule: lifecycle.RulePreserveEnd, until: true,
+			lines: []string{"remove-annotation " + lifecycle.PreserveAnnotation}},
+		{name: "P6 now on a Running machine: preserved, the node kept from the autoscaler",
+			in:   func() lifecycle.Input { in := runningInput(); in.Object.Preserve = lifecycle.PreserveNow; return in }(),
+			rule: lifecycle.RulePreserveNode, until: true,
+			lines: append(append([]string{beginPreserve}, annotateNode...),
+				"set-node-condition node-vm-1 Preserved=True reason=Preserved by user.")},
+		{name: "P7 auto-preserved on a machine that recovered: the annotation removed",
+			in: preservedRunning(lifecycle.PreserveAutoPreserved), rule: lifecycle.RulePreserveEnd, until: true,
+			lines: []string{"remove-annotation " + lifecycle.PreserveAnnotation}},
+		{name: "P8 auto-preserved on a Failed machine drained before: preserved by MCM",
+			in: func() lifecycle.Input {
+				in := failedInput(lifecycle.PreserveAutoPreserved)
+				in.Node.Pods = 0
+				in.Status.Flags = lifecycle.FlagPreserveDrained
+				return in
+			}(),
+			rule: lifecycle.RulePreserveNode, until: true,
+			lines: append(append([]string{beginPreserve}, annotateNode...),
+				"set-node-condition node-vm-1 Preserved=True reason=Preserved by MCM.")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := step(t, cfg, tc.in)
+			require.Equal(t, tc.rule.String(), d.Rule.String())
+			require.Equal(t, tc.lines, d.Lines())
+			require.Equal(t, tc.until, d.Status.PreserveUntil != 0, "preserved after the decision")
+			require.Equal(t, tc.in.Status.Phase, d.Status.Phase, "preservation never changes the phase")
+			if tc.inStep != nil {
+				tc.inStep(t, d)
+			}
+		})
+	}
+}
+
+// The Preserved condition's message names the expiry, and, for a Failed
+// machine, that its node was drained.
+func TestPreservedConditionMessage(t *testing.T) {
+	in := failedInput(lifecycle.PreserveWhenFailed)
+	in.Node.Pods = 0
+	in.Status.Flags = lifecycle.FlagPreserveDrained
+	in.Status.PreserveUntil = lifecycle.StampOf(time.Date(2026, 11, 5, 10, 0, 0, 0, time.UTC))
+	d := step(t, lifecycle.DefaultConfig(), in)
+	last := d.Effects.At(d.Effects.Len() - 1)
+	require.Equal(t, "Preserved node drained successfully. Machine preserved until 2026-11-05 10:00:00 +0000 UTC.", last.Message)
+}
+
+// Which annotation decides: the node's over the machine's once the node
+// carried one; an invalid node value decides nothing.
+func TestPreserveAnnotationPrecedence(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	t.Run("the node says false, the machine now: stopped", func(t *testing.T) {
+		in := preservedRunning(lifecycle.PreserveNow)
+		in.Node.Preserve = lifecycle.PreserveFalse
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveStop, d.Rule)
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveByNode))
+	})
+	t.Run("the node's annotation removed after it decided: stopped, though the machine says now", func(t *testing.T) {
+		in := preservedRunning(lifecycle.PreserveNow)
+		in.Status.Flags = lifecycle.FlagPreserveByNode
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveStop, d.Rule)
+		require.Zero(t, d.Status.PreserveUntil)
+		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveByNode))
+	})
+	t.Run("an invalid node value: nothing decided", func(t *testing.T) {
+		in := preservedRunning(lifecycle.PreserveFalse)
+		in.Node.Preserve = lifecycle.PreserveInvalid
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleHealthy, d.Rule)
+		require.Equal(t, in.Status.PreserveUntil, d.Status.PreserveUntil)
+	})
+	t.Run("an invalid machine value counts as none", func(t *testing.T) {
+		in := runningInput()
+		in.Object.Preserve = lifecycle.PreserveInvalid
+		require.Equal(t, lifecycle.RuleHealthy, step(t, cfg, in).Rule)
+	})
+	t.Run("ParsePreserve", func(t *testing.T) {
+		for text, want := range map[string]lifecycle.Preserve{"now": lifecycle.PreserveNow, "when-failed": lifecycle.PreserveWhenFailed,
+			"auto-preserved": lifecycle.PreserveAutoPreserved, "false": lifecycle.PreserveFalse, "": lifecycle.PreserveInvalid,
+			"yes": lifecycle.PreserveInvalid} {
+			require.Equal(t, want, lifecycle.ParsePreserve(text, true), text)
+			if want != lifecycle.PreserveInvalid {
+				require.Equal(t, text, want.String())
+			}
+		}
+		require.Equal(t, lifecycle.PreserveUnset, lifecycle.ParsePreserve("now", false))
+	})
+}
+
+// Every change to Failed sets the expiry in the decision that makes the
+// machine Failed, when its preservation is asked once Failed: the owner
+// never sees it Failed without one. MCM sets it a reconcile later, and some
+// of its paths to Failed clear it.
+func TestEveryPathToFailedSetsTheExpiry(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	for _, p := range []lifecycle.Preserve{lifecycle.PreserveWhenFailed, lifecycle.PreserveNow} {
+		t.Run("health timeout, "+p.String(), func(t *testing.T) {
+			in := unknownInput()
+			in.Object.Preserve = p
+			in.Grant.Fail = true
+			for _, d := range stepPass(t, cfg, in, driverapi.Result{ProviderID: providerID}) {
+				if d.Status.Phase == phase.Failed {
+					require.NotZero(t, d.Status.PreserveUntil, "Failed without the expiry")
+					return
+				}
+			}
+			t.Fatal("never Failed")
+		})
+	}
+	t.Run("join timeout", func(t *testing.T) {
+		in := withIdentity(newInput(), phase.Pending)
+		in.Object.Preserve = lifecycle.PreserveWhenFailed
+		in.Status.LastOp = lastop.Operation{Type: lastop.TypeCreate, State: lastop.StateProcessing, Desc: lastop.DescCreating}
+		in.Now = t0.Add(21 * time.Minute)
+		d := step(t, cfg, in)
+		require.Equal(t, phase.Failed, d.Status.Phase)
+		require.Equal(t, lifecycle.StampOf(in.Now.Add(cfg.PreserveTimeout)), d.Status.PreserveUntil)
+	})
+	t.Run("creation timeout", func(t *testing.T) {
+		in := newInput()
+		in.Object.Preserve = lifecycle.PreserveAutoPreserved
+		in.Now = t0.Add(21 * time.Minute)
+		ds := run(t, cfg, in, fail(driverapi.Internal, "quota"))
+		d := ds[len(ds)-1]
+		require.Equal(t, phase.Failed, d.Status.Phase)
+		require.NotZero(t, d.Status.PreserveUntil)
+	})
+	t.Run("not asked: no expiry", func(t *testing.T) {
+		in := unknownInput()
+		in.Grant.Fail = true
+		d := step(t, cfg, in)
+		d = step(t, cfg, then(in, d, driverapi.Result{ProviderID: providerID}))
+		require.Zero(t, d.Status.PreserveUntil)
+	})
+}
+
+// How preservation meets the other flows.
+func TestPreserveInterplay(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	t.Run("a preserved Failed machine waits for its expiry, not for its replacement", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Node.Pods = 0
+		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(3 * time.Minute))
+		in.Node.ScaleDownDisabled = true
+		in.Node.Conditions = append(cloneConds(in.Node.Conditions), preservedCondition(lifecycle.ConditionTrue,
+			lifecycle.ReasonPreservedByUser, "Preserved node drained successfully. Machine preserved until "+
+				in.Status.PreserveUntil.Time().UTC().String()+"."))
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveKept, d.Rule)
+		require.Equal(t, lifecycle.WaitPreserved, d.Wait.For)
+		require.Equal(t, 3*time.Minute, d.Requeue, "looked at again at the expiry")
+	})
+	t.Run("past its expiry: the annotation goes, then preservation stops, then the machine awaits replacement", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Node.Pods = 0
+		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveEnd, d.Rule)
+		in.Object.Preserve = lifecycle.PreserveUnset // the removal done
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleAwaitReplacement, d.Rule)
+		require.Zero(t, d.Status.PreserveUntil)
+		require.Equal(t, lifecycle.WaitReplacement, d.Wait.For)
+	})
+	t.Run("a preserved Failed machine whose node recovers: Running, the node uncordoned, preservation stopped", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Node.Pods = 0
+		in.Node.Unschedulable = true
+		in.Node.ScaleDownDisabled = true
+		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
+		in.Node.Conditions = healthyNode().Conditions
+		ds := stepPass(t, cfg, in, driverapi.Result{})
+		d := ds[len(ds)-1]
+		require.Equal(t, phase.Running, d.Status.Phase, "the node is healthy again")
+		in.Status, in.Outcome = d.Status, nil
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveStop, d.Rule)
+		require.Contains(t, d.Lines(), "uncordon node-vm-1")
+		require.Zero(t, d.Status.PreserveUntil)
+	})
+	t.Run("preserved with now, the node recovers: kept, uncordoned", func(t *testing.T) {
+		in := preservedRunning(lifecycle.PreserveNow)
+		in.Node.Unschedulable = true
+		in.Status.Flags = lifecycle.FlagPreserveDrained
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
+		require.Equal(t, []string{"uncordon node-vm-1"}, d.Lines())
+		require.NotZero(t, d.Status.PreserveUntil)
+	})
+	t.Run("deletion clears the expiry", func(t *testing.T) {
+		in := preservedRunning(lifecycle.PreserveNow)
+		in.Object.DeletionTime = in.Now
+		d := step(t, cfg, in)
+		require.Equal(t, phase.Terminating, d.Status.Phase)
+		require.Zero(t, d.Status.PreserveUntil)
+	})
+	t.Run("the drain of a preserved node: rounds, then drained, then its condition", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveDrain, d.Rule)
+		in = then(in, d, driverapi.Result{})
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveDraining, d.Rule)
+		in.Status, in.Outcome = d.Status, nil
+		in.Node.Pods = 0
+		in.Now = in.Now.Add(time.Minute)
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveDrained, d.Rule)
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained))
+		require.Equal(t, lifecycle.StageNone, d.Status.Stage)
+		in.Status = d.Status
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
+		require.Equal(t, retry.Long, d.Period)
+	})
+	t.Run("the limiter does not count a preserved Failed machine as a replacement in flight", func(t *testing.T) {
+		now := t0.Add(time.Hour)
+		failed := failedInput(lifecycle.PreserveWhenFailed)
+		failed.Status.PreserveUntil = lifecycle.StampOf(now.Add(time.Hour))
+		unknown := unknownInput()
+		unknown.Object.Name, unknown.Object.UID = "machine-2", "uid-2"
+		unknown.Status.PhaseSince = lifecycle.StampOf(now.Add(-time.Hour))
+		fleet := []lifecycle.Member{lifecycle.MemberOf(&cfg, &failed), lifecycle.MemberOf(&cfg, &unknown)}
+		grants := lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet)
+		require.True(t, grants[1].Fail, "a preserved machine blocked its owner's replacements")
+		failed.Status.PreserveUntil = 0
+		fleet[0] = lifecycle.MemberOf(&cfg, &failed)
+		grants = lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet)
+		require.False(t, grants[1].Fail, "an unpreserved Failed machine is in flight")
+	})
+}
