@@ -26,15 +26,21 @@ func (g *Grants) Of(uid types.UID) lifecycle.Grant {
 }
 
 // Replace makes grants the grants (machines without one are left out),
-// and returns those that may be marked Failed now and could not before:
-// their machines have new input, and are to be reconciled.
+// and returns those that may be marked Failed now and could not before,
+// and those whose preservation was granted or taken back: their machines
+// have new input, and are to be reconciled.
 func (g *Grants) Replace(grants map[types.UID]lifecycle.Grant) (granted map[types.UID]bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	granted = map[types.UID]bool{}
 	for uid, gr := range grants {
-		if gr.Fail && !g.grants[uid].Fail {
+		if gr.Fail && !g.grants[uid].Fail || gr.Preserve != g.grants[uid].Preserve {
 			granted[uid] = true
+		}
+	}
+	for uid, gr := range g.grants {
+		if _, ok := grants[uid]; !ok && gr.Preserve {
+			granted[uid] = true // its preservation taken back
 		}
 	}
 	g.grants = grants
@@ -47,7 +53,7 @@ func (g *Grants) Replace(grants map[types.UID]lifecycle.Grant) (granted map[type
 func GrantsOf(out []lifecycle.Grant, uid func(i int) types.UID) map[types.UID]lifecycle.Grant {
 	grants := map[types.UID]lifecycle.Grant{}
 	for i, g := range out {
-		if g.Fail || !g.Held.IsZero() {
+		if g.Fail || !g.Held.IsZero() || g.Preserve {
 			grants[uid(i)] = g
 		}
 	}

@@ -59,6 +59,13 @@ type Config struct {
 	// ZoneOutage holds back the marking as Failed of machines whose zone
 	// looks down as a whole; its zero value turns it off.
 	ZoneOutage ZoneOutage
+	// AutoPreserve is how many Failed machines of one owner [Limit] keeps
+	// preserved at most, for diagnosis (MCM's MachineDeployment
+	// spec.autoPreserveFailedMachineMax, which MCM's MachineSet enforces
+	// with the auto-preserved annotation); 0 turns it off, as a shell
+	// whose owners annotate machines themselves leaves it. Must not be
+	// negative.
+	AutoPreserve int
 	// ForceDrainAfter forces the drain of a machine whose node has been
 	// NotReady, or ReadonlyFilesystem, for longer than this (MCM's
 	// hard-coded 5 minutes).
@@ -219,6 +226,9 @@ func (c *Config) check(bad func(format string, args ...any)) {
 	}
 	if len(c.NodeConditions) > MaxNodeConditions {
 		bad("NodeConditions has %d types, more than %d", len(c.NodeConditions), MaxNodeConditions)
+	}
+	if c.AutoPreserve < 0 {
+		bad("AutoPreserve must not be negative, got %d", c.AutoPreserve)
 	}
 	if c.MaxEvictRetries < 0 {
 		bad("MaxEvictRetries must not be negative, got %d", c.MaxEvictRetries)

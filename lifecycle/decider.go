@@ -20,8 +20,9 @@ func (x *decider) rule(r Rule) {
 	}
 }
 
-// pin names the row an outcome decided; the decision may go on with the
-// next stages, whose rules then only name the op (act). The first pin of a
+// pin names the row an outcome decided, or the change preservation made
+// before the phase's flow; the decision may go on with the next stages or
+// the flow, whose rules then only name the op (act). The first pin of a
 // decision wins.
 func (x *decider) pin(r Rule) {
 	if x.row == RuleNone {

@@ -52,6 +52,12 @@ type Member struct {
 	// healthTimeout, creationTimeout, drainTimeout and inPlaceTimeout are
 	// the machine's own timeouts (0: the Config's).
 	healthTimeout, creationTimeout, drainTimeout, inPlaceTimeout time.Duration
+	// preserveNamed reports that an annotation of the machine or its node
+	// names its preservation (whatever it asks), so the fleet does not
+	// auto-preserve it; preserveTimeout is its own preservation timeout
+	// (0: the Config's).
+	preserveNamed   bool
+	preserveTimeout time.Duration
 	// zone is the zone of the machine's node, "" when unknown; held the
 	// hold of its zone's outage the input's grant carries (Grant.Held).
 	zone string
@@ -79,6 +85,9 @@ func MemberOf(cfg *Config, in *Input) Member {
 		healthTimeout:        o.Overrides.HealthTimeout, creationTimeout: o.Overrides.CreationTimeout,
 		drainTimeout: o.Overrides.DrainTimeout, inPlaceTimeout: o.Overrides.InPlaceUpdateTimeout,
 		zone: in.Node.Zone, held: StampOf(in.Grant.Held),
+		preserveNamed: o.Preserve != PreserveUnset && o.Preserve != PreserveInvalid ||
+			in.Node.Preserve != PreserveUnset || st.Flags.Has(FlagPreserveByNode),
+		preserveTimeout: o.Overrides.PreserveTimeout,
 	}
 	if m.providerID == "" {
 		m.providerID = o.ProviderID

@@ -17,7 +17,8 @@ func TestMemberOfResolvesTheInput(t *testing.T) {
 		Object: Object{Name: "m-1", UID: "uid-1", Owner: "ms-1", ProviderID: "p-object", CreationTime: at(1),
 			DeletionTime: at(2), Finalizer: true, UpdateGeneration: 3, Metadata: map[string]string{"team": "a"},
 			Overrides: Overrides{HealthTimeout: time.Minute, CreationTimeout: 2 * time.Minute,
-				DrainTimeout: 3 * time.Minute, InPlaceUpdateTimeout: 4 * time.Minute, DisableHealthTimeout: true}},
+				DrainTimeout: 3 * time.Minute, InPlaceUpdateTimeout: 4 * time.Minute, PreserveTimeout: 5 * time.Minute,
+				DisableHealthTimeout: true}, Preserve: PreserveWhenFailed},
 		Status: Status{Phase: phase.Terminating, Stage: StageDrain, Flags: FlagTerminated | FlagGranted,
 			PhaseSince: StampOf(at(4)), StageSince: StampOf(at(5)), RetryAfter: StampOf(at(6)),
 			CreationFrom: StampOf(at(7)), PreserveUntil: StampOf(at(10)), ProviderID: "p-status", AppliedGeneration: 2, OwnerUID: "uid-1",
@@ -35,7 +36,8 @@ func TestMemberOfResolvesTheInput(t *testing.T) {
 		observerSince: StampOf(at(8)), deleting: true, finalizer: true, observerDegraded: true,
 		predecessorTerminating: true, disableHealthTimeout: true, updatePending: true, metadataInSync: true,
 		problem: ProblemClassUnavailable, healthTimeout: time.Minute, creationTimeout: 2 * time.Minute,
-		drainTimeout: 3 * time.Minute, inPlaceTimeout: 4 * time.Minute, zone: "zone-a", held: StampOf(at(9))}
+		drainTimeout: 3 * time.Minute, inPlaceTimeout: 4 * time.Minute, zone: "zone-a", held: StampOf(at(9)),
+		preserveNamed: true, preserveTimeout: 5 * time.Minute}
 	if got := MemberOf(&cfg, &in); !reflect.DeepEqual(got, want) {
 		t.Fatalf("MemberOf:\n%+v\nwant\n%+v", got, want)
 	}

@@ -442,6 +442,10 @@ type Grant struct {
 	// and waits for it ([WaitZoneOutage]), never longer than the Config's
 	// hold past its health timeout.
 	Held time.Time
+	// Preserve, for a Failed machine that no annotation names, preserves
+	// it as auto-preserved ([Config.AutoPreserve]); once the grant is
+	// gone, its preservation stops.
+	Preserve bool
 }
 
 // Write is the result of an API write: persisting the status or carrying

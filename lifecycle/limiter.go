@@ -77,6 +77,8 @@ func (m *Member) inFlight(eligible bool, now Stamp) bool {
 // in flight. While the observer is degraded it grants nothing new. With
 // Config.ZoneOutage on, the machines of a zone in an outage are not
 // granted until its hold ends: their grants carry the time (Grant.Held).
+// With Config.AutoPreserve on, it also grants the preservation of Failed
+// machines (Grant.Preserve, autopreserve.go).
 //
 // The shell computes it once per fleet pass from a fleet that shows every
 // status the shell itself has saved (its own writes laid over a cache that
@@ -103,6 +105,9 @@ func Limit(out []Grant, cfg *Config, now time.Time, observer Observer, fleet []M
 	}
 	if len(candidates) > 0 {
 		grantOldest(out, cfg, fleet, groups, candidates)
+	}
+	if cfg.AutoPreserve > 0 {
+		grantPreservations(out, cfg, n, fleet)
 	}
 	return out
 }

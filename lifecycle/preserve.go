@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"time"
+
 	"github.com/purelifecycle/machine/phase"
 	"github.com/purelifecycle/machine/retry"
 )
@@ -52,9 +54,20 @@ func (x *decider) preserveAsked(n *Node) (Preserve, bool) {
 		return PreserveUnset, false
 	case byNode:
 		return n.Preserve, true
+	case machine == PreserveUnset && x.in.Grant.Preserve &&
+		(st.Flags.Has(FlagAutoPreserved) || st.PreserveUntil == 0 && autoPreservable(st.PhaseSince, x.now, x.cfg.preserveTimeout(&x.in.Object))):
+		return PreserveAutoPreserved, true
 	}
 	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags.Has(FlagPreserveByNode) ||
 		n != nil && preservedLeftover(n)
+}
+
+// autoPreservable reports whether a machine Failed since since may still
+// begin an auto-preservation at now: not after one preservation timeout,
+// when its preservation would have expired, so an expired one does not
+// begin again.
+func autoPreservable(since, now Stamp, timeout time.Duration) bool {
+	return since != 0 && now < since.Add(timeout)
 }
 
 // preservedLeftover reports whether node n still shows a preservation: its
@@ -112,10 +125,13 @@ func (x *decider) preservation() bool {
 func (x *decider) preserve(n *Node, asked Preserve) bool {
 	st, o := x.st, &x.in.Object
 	if st.PreserveUntil == 0 {
-		x.rule(RulePreserve)
+		x.pin(RulePreserve)
 		st.PreserveUntil = x.now.Add(x.cfg.preserveTimeout(o))
 		x.changed = true
 		x.event(RulePreserve, false)
+		if asked == PreserveAutoPreserved && o.Preserve == PreserveUnset && (n == nil || n.Preserve == PreserveUnset) {
+			set(x, &st.Flags, st.Flags|FlagAutoPreserved)
+		}
 	}
 	if n == nil {
 		return false
@@ -208,10 +224,11 @@ func (x *decider) endPreservation(n *Node) bool {
 func (x *decider) stopPreservation(n *Node) bool {
 	st := x.st
 	if st.PreserveUntil != 0 {
-		x.rule(RulePreserveStop)
+		x.pin(RulePreserveStop)
 		set(x, &st.PreserveUntil, 0)
 		x.event(RulePreserveStop, false)
 	}
+	set(x, &st.Flags, st.Flags&^FlagAutoPreserved)
 	if st.Stage == StagePreserveDrain {
 		x.endKeepDrain()
 	}

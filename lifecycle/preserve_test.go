@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/purelifecycle/machine/driverapi"
 	"github.com/purelifecycle/machine/lastop"
@@ -104,10 +105,11 @@ func TestPreserveRows(t *testing.T) {
 		{name: "P3 when-failed on a Running machine preserved before: stopped",
 			in: preservedRunning(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserveStop, lines: stopLines},
 		{name: "P4 when-failed on a Failed machine: preserved, its node cordoned and drained",
-			in: failedInput(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserveDrain, until: true,
+			in: failedInput(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserve, until: true,
 			lines: []string{beginPreserve, "cordon node-vm-1", "drain node-vm-1"},
 			inStep: func(t *testing.T, d lifecycle.Decision) {
 				require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
+				require.Equal(t, lifecycle.RulePreserveDrain, d.OpID.Rule(), "the op is the drain's")
 				require.Equal(t, lifecycle.WaitDrain, d.Wait.For)
 			}},
 		{name: "P5 now, expired: the annotation removed first",
@@ -115,7 +117,7 @@ func TestPreserveRows(t *testing.T) {
 			lines: []string{"remove-annotation " + lifecycle.PreserveAnnotation}},
 		{name: "P6 now on a Running machine: preserved, the node kept from the autoscaler",
 			in:   func() lifecycle.Input { in := runningInput(); in.Object.Preserve = lifecycle.PreserveNow; return in }(),
-			rule: lifecycle.RulePreserveNode, until: true,
+			rule: lifecycle.RulePreserve, until: true,
 			lines: append(append([]string{beginPreserve}, annotateNode...),
 				"set-node-condition node-vm-1 Preserved=True reason=Preserved by user.")},
 		{name: "P7 auto-preserved on a machine that recovered: the annotation removed",
@@ -128,7 +130,7 @@ func TestPreserveRows(t *testing.T) {
 				in.Status.Flags = lifecycle.FlagPreserveDrained
 				return in
 			}(),
-			rule: lifecycle.RulePreserveNode, until: true,
+			rule: lifecycle.RulePreserve, until: true,
 			lines: append(append([]string{beginPreserve}, annotateNode...),
 				"set-node-condition node-vm-1 Preserved=True reason=Preserved by MCM.")},
 	}
@@ -275,9 +277,11 @@ func TestPreserveInterplay(t *testing.T) {
 		require.Equal(t, lifecycle.RulePreserveEnd, d.Rule)
 		in.Object.Preserve = lifecycle.PreserveUnset // the removal done
 		d = step(t, cfg, in)
-		require.Equal(t, lifecycle.RuleAwaitReplacement, d.Rule)
+		require.Equal(t, lifecycle.RulePreserveStop, d.Rule)
 		require.Zero(t, d.Status.PreserveUntil)
 		require.Equal(t, lifecycle.WaitReplacement, d.Wait.For)
+		in.Status = d.Status
+		require.Equal(t, lifecycle.RuleAwaitReplacement, step(t, cfg, in).Rule)
 	})
 	t.Run("a preserved Failed machine whose node recovers: Running, the node uncordoned, preservation stopped", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
@@ -315,7 +319,7 @@ func TestPreserveInterplay(t *testing.T) {
 	t.Run("the drain of a preserved node: rounds, then drained, then its condition", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
 		d := step(t, cfg, in)
-		require.Equal(t, lifecycle.RulePreserveDrain, d.Rule)
+		require.Equal(t, lifecycle.RulePreserveDrain, d.OpID.Rule())
 		in = then(in, d, driverapi.Result{})
 		d = step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveDraining, d.Rule)
@@ -345,5 +349,116 @@ func TestPreserveInterplay(t *testing.T) {
 		fleet[0] = lifecycle.MemberOf(&cfg, &failed)
 		grants = lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet)
 		require.False(t, grants[1].Fail, "an unpreserved Failed machine is in flight")
+	})
+}
+
+// Auto-preservation: Limit keeps at most Config.AutoPreserve of an owner's
+// Failed machines preserved, sticking to those it preserved, the newest
+// failures first; the step preserves a machine granted, stops when the
+// grant goes, and does not begin again after its expiry.
+func TestAutoPreservation(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	cfg.AutoPreserve = 1
+	now := t0.Add(10 * time.Hour)
+	failedSince := func(name string, ago time.Duration) lifecycle.Input {
+		in := failedInput(lifecycle.PreserveUnset)
+		in.Object.Name, in.Object.UID = name, "uid-"+name
+		in.Now = now
+		in.Status.PhaseSince = lifecycle.StampOf(now.Add(-ago))
+		return in
+	}
+	member := func(in lifecycle.Input) lifecycle.Member { return lifecycle.MemberOf(&cfg, &in) }
+	grants := func(fleet ...lifecycle.Member) []bool {
+		var out []bool
+		for _, g := range lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet) {
+			out = append(out, g.Preserve)
+		}
+		return out
+	}
+	old, young := failedSince("m-old", 2*time.Hour), failedSince("m-young", time.Hour)
+	require.Equal(t, []bool{false, true}, grants(member(old), member(young)), "the newest failure first")
+
+	kept := old
+	kept.Status.Flags |= lifecycle.FlagAutoPreserved
+	kept.Status.PreserveUntil = lifecycle.StampOf(now.Add(time.Hour))
+	require.Equal(t, []bool{true, false}, grants(member(kept), member(young)), "a preserved machine keeps its grant")
+
+	named := young
+	named.Object.Preserve = lifecycle.PreserveFalse
+	require.Equal(t, []bool{true, false}, grants(member(old), member(named)), "an annotated machine is not auto-preserved")
+
+	tooOld := failedSince("m-ancient", cfg.PreserveTimeout)
+	require.Equal(t, []bool{false}, grants(member(tooOld)), "not after a preservation timeout")
+
+	cfg.AutoPreserve = 0
+	require.Equal(t, []bool{false, false}, grants(member(old), member(young)), "off")
+	cfg.AutoPreserve = 1
+
+	// The step.
+	in := young
+	in.Node.Pods = 0
+	in.Status.Flags = lifecycle.FlagPreserveDrained
+	in.Grant.Preserve = true
+	d := step(t, cfg, in)
+	require.Equal(t, lifecycle.RulePreserve, d.Rule)
+	require.True(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved))
+	require.Contains(t, d.Lines(), "set-node-condition node-vm-1 Preserved=True reason=Preserved by MCM.")
+	in.Status = d.Status
+	in.Grant.Preserve = false
+	d = step(t, cfg, in)
+	require.Equal(t, lifecycle.RulePreserveStop, d.Rule, "the grant taken back")
+	require.Zero(t, d.Status.PreserveUntil)
+	require.False(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved))
+
+	expired := tooOld
+	expired.Grant.Preserve = true // a grant computed before the expiry
+	d = step(t, cfg, expired)
+	require.Zero(t, d.Status.PreserveUntil, "an expired auto-preservation does not begin again")
+}
+
+// Property: whatever the fleet, Limit grants at most Config.AutoPreserve
+// preservations per owner, only to Failed machines not being deleted that
+// no annotation names or that it preserved already.
+func TestPropertyAutoPreserveWithinTheMaximum(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := lifecycle.DefaultConfig()
+		cfg.AutoPreserve = rapid.IntRange(0, 3).Draw(rt, "max")
+		now := t0.Add(100 * time.Hour)
+		n := rapid.IntRange(0, 12).Draw(rt, "machines")
+		fleet := make([]lifecycle.Member, n)
+		owners := make([]string, n)
+		for i := range n {
+			in := failedInput(lifecycle.PreserveUnset)
+			in.Now = now
+			in.Object.Name = "m-" + string(rune('a'+i))
+			in.Object.UID = "uid-" + in.Object.Name
+			in.Object.Owner = rapid.SampledFrom([]string{"ms-1", "ms-2"}).Draw(rt, "owner")
+			owners[i] = in.Object.Owner
+			in.Status.Phase = rapid.SampledFrom([]phase.Phase{phase.Failed, phase.Failed, phase.Unknown, phase.Running}).Draw(rt, "phase")
+			in.Status.PhaseSince = lifecycle.StampOf(now.Add(-time.Duration(rapid.IntRange(0, 120).Draw(rt, "age")) * time.Hour))
+			in.Object.Preserve = rapid.SampledFrom([]lifecycle.Preserve{lifecycle.PreserveUnset, lifecycle.PreserveUnset,
+				lifecycle.PreserveFalse, lifecycle.PreserveWhenFailed}).Draw(rt, "annotation")
+			if rapid.Bool().Draw(rt, "preserved") {
+				in.Status.PreserveUntil = lifecycle.StampOf(now.Add(time.Duration(rapid.IntRange(-5, 5).Draw(rt, "left")) * time.Hour))
+				if rapid.Bool().Draw(rt, "auto") {
+					in.Status.Flags |= lifecycle.FlagAutoPreserved
+				}
+			}
+			if rapid.IntRange(0, 9).Draw(rt, "deleting") == 0 {
+				in.Object.DeletionTime = now
+			}
+			fleet[i] = lifecycle.MemberOf(&cfg, &in)
+		}
+		perOwner := map[string]int{}
+		for i, g := range lifecycle.Limit(nil, &cfg, now, lifecycle.Observer{}, fleet) {
+			if g.Preserve {
+				perOwner[owners[i]]++
+			}
+		}
+		for owner, k := range perOwner {
+			if k > cfg.AutoPreserve {
+				rt.Fatalf("owner %s: %d preservations granted, at most %d", owner, k, cfg.AutoPreserve)
+			}
+		}
 	})
 }

@@ -249,10 +249,13 @@ const (
 	// FlagPreserveDrained: the node of the preserved machine was drained
 	// while it was Failed (and cordoned by the drain).
 	FlagPreserveDrained
+	// FlagAutoPreserved: the preservation was granted by the fleet
+	// (Grant.Preserve, Config.AutoPreserve), not asked by an annotation.
+	FlagAutoPreserved
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
 		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified |
-		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained
+		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained | FlagAutoPreserved
 	flagsDrainUnderWay = FlagDraining | FlagDeletingPods
 	flagsDrained       = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
@@ -263,7 +266,7 @@ func (s Flags) Has(f Flags) bool { return s&f == f }
 // flagNames names each declared flag, by bit. It is read-only.
 var flagNames = [...]string{"stale-instance", "granted", "was-failed", "drain-succeeded", "drain-forced",
 	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods",
-	"preserve-by-node", "preserve-drained"}
+	"preserve-by-node", "preserve-drained", "auto-preserved"}
 
 // String names the flags of s, joined by ",", such as
 // "drain-succeeded,terminated"; a bit no flag declares reads "bit-N". The
