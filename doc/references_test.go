@@ -44,7 +44,7 @@ var unresolvable = []struct {
 
 // rowID matches the ids of MCM's decision-table rows (A4, H1b, S2a, ...);
 // each must be a row of doc/mcm-rows.md.
-var rowID = regexp.MustCompile(`\b(?:[ABDHTXSUI](?:[1-9]|1[0-9])|[HX]0)[a-z]?\b`)
+var rowID = regexp.MustCompile(`\b(?:[ABDHTXSUIP](?:[1-9]|1[0-9])|[HX]0)[a-z]?\b`)
 
 // rowsPage is where MCM's decision tables live, one row per line that
 // starts with "| <id> |".
