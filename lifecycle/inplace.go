@@ -91,8 +91,8 @@ func (x *decider) inPlaceCondition(n *Node, reason string) {
 // shell's cache may not show a write that ran yet. It reports whether it
 // emitted the write.
 func (x *decider) syncInPlace(n *Node) bool {
-	if n == nil || x.in.Outcome != nil {
-		return false // U1
+	if n == nil || !n.Update.Has(UpdateCandidate) || x.in.Outcome != nil {
+		return false // U1, U2
 	}
 	want := inPlaceWant(n, inPlaceReason(n))
 	if want == "" {
@@ -106,8 +106,17 @@ func (x *decider) syncInPlace(n *Node) bool {
 // inPlace runs the in-place update of a Running machine whose node n is in
 // line (nil when it has none), after health: the drain under way, or the
 // drain of a node just selected, or the condition's sync. It reports
-// whether it decided; the hot update and metadata wait while it does.
+// whether it decided; the hot update and metadata wait while it does. Most
+// machines have no update under way nor asked: that is checked first.
 func (x *decider) inPlace(n *Node) bool {
+	if x.in.Node.Update == 0 && x.st.Stage != StageInPlaceDrain && x.in.Object.InPlaceGeneration == x.st.InPlaceGeneration {
+		return false
+	}
+	return x.inPlaceStep(n)
+}
+
+// inPlaceStep is inPlace for a machine whose update is under way or asked.
+func (x *decider) inPlaceStep(n *Node) bool {
 	st := x.st
 	if st.Stage == StageInPlaceDrain {
 		if n != nil && selected(n) {

@@ -70,11 +70,19 @@ func autoPreservable(since, now Stamp, timeout time.Duration) bool {
 	return since != 0 && now < since.Add(timeout)
 }
 
-// preservedLeftover reports whether node n still shows a preservation: its
-// Preserved condition True, or the cluster autoscaler kept off by the
-// lifecycle.
-func preservedLeftover(n *Node) bool {
-	return n.ScaleDownDisabled || conditionIs(n.Conditions, ConditionPreserved, ConditionTrue)
+// preservedLeftover reports whether node n still shows a preservation:
+// the cluster autoscaler kept off by the lifecycle. Preservation writes the
+// Preserved condition False before it takes the autoscaler's annotations
+// off, so a node whose condition still says True shows them too.
+func preservedLeftover(n *Node) bool { return n.ScaleDownDisabled }
+
+// mayPreserve reports, cheaply, whether anything names the machine's
+// preservation: its status, its annotations or its node's, its grant, or
+// what a preservation left on the node. Most machines have none of them.
+func (x *decider) mayPreserve() bool {
+	st, n := x.st, &x.in.Node
+	return st.PreserveUntil != 0 || x.in.Object.Preserve != PreserveUnset || n.Preserve != PreserveUnset ||
+		n.ScaleDownDisabled || st.Flags&(FlagPreserveByNode|FlagAutoPreserved) != 0 || x.in.Grant.Preserve
 }
 
 // conditionIs reports whether conds hold a condition of type typ with

@@ -332,7 +332,7 @@ func (x *decider) decideFresh() {
 			x.setStage(StageInitializing)
 		}
 	}
-	if x.preservation() {
+	if x.mayPreserve() && x.preservation() {
 		return
 	}
 	switch {
