@@ -49,7 +49,7 @@ func (x *decider) health() {
 	}
 	switch x.st.Phase {
 	case phase.Running:
-		if !x.running(n, named) && !x.becameRunning && !x.inPlace(n) {
+		if !x.running(n, named) && !x.becameRunning && (x.noInPlace() || !x.inPlace(n)) {
 			// The node is in line and no in-place update is under way;
 			// the provider is asked next.
 			x.upkeep()

@@ -106,17 +106,10 @@ func (x *decider) syncInPlace(n *Node) bool {
 // inPlace runs the in-place update of a Running machine whose node n is in
 // line (nil when it has none), after health: the drain under way, or the
 // drain of a node just selected, or the condition's sync. It reports
-// whether it decided; the hot update and metadata wait while it does. Most
-// machines have no update under way nor asked: that is checked first.
+// whether it decided; the hot update and metadata wait while it does.
+// Most machines have no update under way nor asked: health asks noInPlace
+// first.
 func (x *decider) inPlace(n *Node) bool {
-	if x.in.Node.Update == 0 && x.st.Stage != StageInPlaceDrain && x.in.Object.InPlaceGeneration == x.st.InPlaceGeneration {
-		return false
-	}
-	return x.inPlaceStep(n)
-}
-
-// inPlaceStep is inPlace for a machine whose update is under way or asked.
-func (x *decider) inPlaceStep(n *Node) bool {
 	st := x.st
 	if st.Stage == StageInPlaceDrain {
 		if n != nil && selected(n) {
@@ -222,6 +215,13 @@ func (x *decider) inPlaceUpdated(n *Node) {
 		x.inPlaceCondition(n, ReasonUpdateSuccessful)
 	}
 	x.requeue(retry.Short)
+}
+
+// noInPlace reports, cheaply, that the machine has no in-place update under
+// way nor asked: no label of the protocol on its node, no drain for one,
+// the generation asked the one its node is at.
+func (x *decider) noInPlace() bool {
+	return x.in.Node.Update == 0 && x.st.Stage != StageInPlaceDrain && x.in.Object.InPlaceGeneration == x.st.InPlaceGeneration
 }
 
 // ownUpdate plays the owner's part of the protocol for a machine whose
