@@ -197,14 +197,14 @@ func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
 	} else {
 		x.setOp(*op)
 	}
-	x.event(r, p == phase.CrashLoopBackOff || p == phase.Unknown || p == phase.Failed || p == phase.InPlaceUpdateFailed)
+	x.event(r, warnPhases>>p&1 != 0)
 	if p == phase.Failed || p == phase.Terminating {
 		x.dropToken()
+		if p == phase.Failed {
+			x.preserveOnFailure()
+		}
 	}
-	if p == phase.Failed {
-		x.preserveOnFailure()
-	}
-	if s := x.st.Stage; s == StageInPlaceDrain && p != phase.Running || s == StagePreserveDrain && p != phase.Failed {
+	if s := x.st.Stage; s >= StageInPlaceDrain && (s == StageInPlaceDrain && p != phase.Running || s == StagePreserveDrain && p != phase.Failed) {
 		// The drain before an in-place update belongs to a Running
 		// machine, the drain of a preserved node to a Failed one: it is
 		// over, done or abandoned.
@@ -212,6 +212,10 @@ func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
 	}
 	return true
 }
+
+// warnPhases are the phases that need attention, whose changes are
+// reported as warnings, as bits by phase.
+const warnPhases = 1<<phase.CrashLoopBackOff | 1<<phase.Unknown | 1<<phase.Failed | 1<<phase.InPlaceUpdateFailed
 
 // setPhase moves the machine to phase p if the phase table declares the
 // change; an undeclared change is refused and reported. Only become calls

@@ -35,7 +35,7 @@ func (x *decider) health() {
 			st.NodeName = n.Name
 			x.changed = true
 		}
-		if !sameConditions(st.Conditions, n.Conditions) {
+		if !sameConditions(st.Conditions, n.Conditions) || n.Update != 0 && !sameInPlaceReason(st.Conditions, n.Conditions) {
 			// H2: mirror the node's conditions (the status shares the
 			// input's read-only slice).
 			st.Conditions = n.Conditions
@@ -77,7 +77,9 @@ func (x *decider) health() {
 		x.syncInPlace(n)
 		x.unhealthy(named)
 	case phase.Unknown:
-		x.syncInPlace(n)
+		if x.in.Node.Update != 0 {
+			x.syncInPlace(n)
+		}
 		x.unhealthy(named)
 	default:
 		// InPlaceUpdateSuccessful on a healthy node is Running and on any
@@ -184,13 +186,29 @@ func contains(list []string, s string) bool {
 }
 
 // sameConditions reports whether the mirrored conditions a still say what
-// the node's b say: the same types with the same statuses, in order, and
-// the InPlaceUpdate condition with the same reason (MCM's H2 compares no
-// more). A kubelet that rewords a reason or a message does
+// the node's b say: the same types with the same statuses, in order
+// (MCM's H2 compares no more, but for the InPlaceUpdate condition's reason:
+// sameInPlaceReason). A kubelet that rewords a reason or a message does
 // not make a healthy machine write its status; the texts and transition
 // times are mirrored with the next change of a status.
 func sameConditions(a, b []Condition) bool {
 	return len(a) == len(b) && (len(a) == 0 || sameEach(a, b))
+}
+
+// sameInPlaceReason reports whether the mirrored conditions a give the
+// InPlaceUpdate condition the reason the node's b do: the in-place update
+// protocol speaks through that reason, which MCM's H2 mirrors too. Health
+// asks only for a node that carries labels of the protocol.
+func sameInPlaceReason(a, b []Condition) bool {
+	reason := func(cs []Condition) string {
+		for i := range cs {
+			if cs[i].Type == ConditionInPlaceUpdate {
+				return cs[i].Reason
+			}
+		}
+		return ""
+	}
+	return reason(a) == reason(b)
 }
 
 // sameEach is sameConditions for two lists of one length, not empty. A
@@ -215,11 +233,6 @@ func sameEach(a, b []Condition) bool {
 		// below eight; word by word above 24 and byte by byte below four.
 		n := len(s)
 		t = t[:n]
-		if n == len(ConditionInPlaceUpdate) && a[i].Reason != b[i].Reason && s == ConditionInPlaceUpdate {
-			// The in-place update protocol speaks through this
-			// condition's reason, which MCM's H2 mirrors too.
-			return false
-		}
 		switch {
 		case n >= 8 && n <= 24:
 			if word64(s[:8]) != word64(t[:8]) || word64(s[n-8:n]) != word64(t[n-8:n]) ||

@@ -242,7 +242,7 @@ func (x *decider) decideWait() {
 	st := x.st
 	x.d.Wait = x.wait(x.cfg, x.now)
 	at := x.d.Wait.Until
-	if (x.deleted != 0 && st.Stage == StageDrain || st.Stage == StageInPlaceDrain || st.Stage == StagePreserveDrain) &&
+	if st.Stage != StageNone && (st.Stage == StageDrain && x.deleted != 0 || st.Stage >= StageInPlaceDrain) &&
 		st.Flags&flagsDrained == 0 {
 		for i := range st.Conditions {
 			if c := &st.Conditions[i]; c.Since != 0 && forcesDrain(c) {
