@@ -77,12 +77,14 @@ func autoPreservable(since, now Stamp, timeout time.Duration) bool {
 func preservedLeftover(n *Node) bool { return n.ScaleDownDisabled }
 
 // mayPreserve reports, cheaply, whether anything names the machine's
-// preservation: its status, its annotations or its node's, its grant, or
+// preservation: its expiry, its annotations or its node's, its grant, or
 // what a preservation left on the node. Most machines have none of them.
+// The flags of preservation need no look: FlagAutoPreserved goes with an
+// expiry, and FlagPreserveByNode only matters when an annotation asks.
 func (x *decider) mayPreserve() bool {
-	st, n := x.st, &x.in.Node
-	return st.PreserveUntil != 0 || x.in.Object.Preserve != PreserveUnset || n.Preserve != PreserveUnset ||
-		n.ScaleDownDisabled || st.Flags&(FlagPreserveByNode|FlagAutoPreserved) != 0 || x.in.Grant.Preserve
+	n := &x.in.Node
+	return x.st.PreserveUntil != 0 || x.in.Object.Preserve != PreserveUnset || n.Preserve != PreserveUnset ||
+		n.ScaleDownDisabled || x.in.Grant.Preserve
 }
 
 // conditionIs reports whether conds hold a condition of type typ with
