@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/purelifecycle/machine/driverapi"
+	"github.com/purelifecycle/machine/phase"
 )
 
 // Input is everything one [Step] reads. It is read-only: Step copies what it
@@ -86,17 +87,20 @@ type Object struct {
 	DeletionTime time.Time
 	// Finalizer reports whether [Finalizer] is on the object.
 	Finalizer bool
+	// ForceDeletion reports whether [ForceDeletionLabel] parses as true.
+	ForceDeletion bool
+	// ForceDrain reports whether [ForceDrainLabel] is "True": the drain
+	// before an in-place update deletes pods instead of evicting them.
+	ForceDrain bool
+	// Preserve is the machine's [PreserveAnnotation] (a shell that offers
+	// its own request for preservation fills it from that too).
+	Preserve Preserve
 	// NodeLabel is the value of the machine's [NodeLabel] label, "" when absent.
 	NodeLabel string
 	// ProviderID is spec.providerID.
 	ProviderID string
 	// Priority is the value of [PriorityAnnotation], "" when absent.
 	Priority string
-	// ForceDeletion reports whether [ForceDeletionLabel] parses as true.
-	ForceDeletion bool
-	// ForceDrain reports whether [ForceDrainLabel] is "True": the drain
-	// before an in-place update deletes pods instead of evicting them.
-	ForceDrain bool
 	// UpdateGeneration is the desired hot-update generation: the version of
 	// the part of the spec the provider can apply to a running instance (tags,
 	// say: MCM issue 750,
@@ -104,9 +108,6 @@ type Object struct {
 	// Running machine whose instance is at another generation gets an
 	// UpdateMachine; new instances are created at it.
 	UpdateGeneration int64
-	// Preserve is the machine's [PreserveAnnotation] (a shell that offers
-	// its own request for preservation fills it from that too).
-	Preserve Preserve
 	// InPlaceGeneration is the desired in-place update generation, for a
 	// shell that owns the in-place update of its machines itself (the
 	// project's controller; for MCM's machines the MachineDeployment
@@ -139,12 +140,12 @@ type Overrides struct {
 	HealthTimeout time.Duration
 	// DrainTimeout is spec drainTimeout.
 	DrainTimeout time.Duration
-	// MaxEvictRetries is spec maxEvictRetries.
-	MaxEvictRetries int32
 	// InPlaceUpdateTimeout is spec inPlaceUpdateTimeout.
 	InPlaceUpdateTimeout time.Duration
 	// PreserveTimeout is spec machinePreserveTimeout.
 	PreserveTimeout time.Duration
+	// MaxEvictRetries is spec maxEvictRetries.
+	MaxEvictRetries int32
 	// DisableHealthTimeout is spec disableHealthTimeout: an unhealthy machine
 	// is then never marked Failed.
 	DisableHealthTimeout bool
@@ -168,6 +169,18 @@ type Node struct {
 	Taints Taints
 	// Deleting reports whether the node has a deletionTimestamp.
 	Deleting bool
+	// Update is what the node's labels of the in-place update protocol say
+	// ([CandidateForUpdateLabel], [SelectedForUpdateLabel],
+	// [UpdateResultLabel]).
+	Update UpdateLabels
+	// Preserve is the node's [PreserveAnnotation].
+	Preserve Preserve
+	// ScaleDownDisabled reports that the node carries
+	// [ScaleDownDisabledByAnnotation] "true": the lifecycle, or MCM, kept
+	// the cluster autoscaler from removing it.
+	ScaleDownDisabled bool
+	// Unschedulable is the node's spec.unschedulable: it is cordoned.
+	Unschedulable bool
 	// VolumesAttached counts the node's status.volumesAttached.
 	VolumesAttached int
 	// Zone is the value of the node's [ZoneLabel] label, "" when it has
@@ -177,24 +190,11 @@ type Node struct {
 	// Pods counts the pods a drain of the node must remove: the pods bound
 	// to it other than DaemonSet and mirror pods, those already terminating
 	// included. A drain is done when none is left, so a shell fills it
-	// whenever it reads the node of a machine being deleted or drained for
-	// an in-place update (its [SelectedForUpdateLabel] set).
+	// whenever [NeedsPods] says.
 	Pods int
-	// Update is what the node's labels of the in-place update protocol say
-	// ([CandidateForUpdateLabel], [SelectedForUpdateLabel],
-	// [UpdateResultLabel]).
-	Update UpdateLabels
 	// UpdateFailedReason is the node's [UpdateFailedReasonAnnotation], ""
 	// when absent.
 	UpdateFailedReason string
-	// Preserve is the node's [PreserveAnnotation].
-	Preserve Preserve
-	// ScaleDownDisabled reports that the node carries
-	// [ScaleDownDisabledByAnnotation] "true": the lifecycle, or MCM, kept
-	// the cluster autoscaler from removing it.
-	ScaleDownDisabled bool
-	// Unschedulable is the node's spec.unschedulable: it is cordoned.
-	Unschedulable bool
 }
 
 // Preserve is a value of [PreserveAnnotation].
@@ -288,11 +288,12 @@ func UpdateLabelsOf(labels map[string]string) UpdateLabels {
 	return u
 }
 
-// NeedsPods reports whether the shell must count the pods of the node it
-// read into Node.Pods: for a machine being deleted, and for a node
-// selected for an in-place update, both of which may be drained.
-func (in *Input) NeedsPods() bool {
-	return !in.Object.DeletionTime.IsZero() || in.Node.Update.Has(UpdateSelected)
+// NeedsPods reports whether a shell must count the pods of node n into
+// Node.Pods, for a step given status st and object o: for a machine being
+// deleted, a Failed one (whose node is drained when it is preserved) and a
+// node selected for an in-place update, all of which may be drained.
+func NeedsPods(st *Status, o *Object, n *Node) bool {
+	return !o.DeletionTime.IsZero() || st.Phase == phase.Failed || n.Update.Has(UpdateSelected)
 }
 
 // Found reports whether the node exists.
@@ -437,15 +438,15 @@ type Grant struct {
 	// timeout to be marked Failed (after the provider is asked). A machine
 	// that already holds a grant (FlagGranted) keeps it while it may use it.
 	Fail bool
+	// Preserve, for a Failed machine that no annotation names, preserves
+	// it as auto-preserved ([Config.AutoPreserve]); once the grant is
+	// gone, its preservation stops.
+	Preserve bool
 	// Held, when set, says the machine's zone is in an outage
 	// ([Config.ZoneOutage]): the machine is not marked Failed before Held,
 	// and waits for it ([WaitZoneOutage]), never longer than the Config's
 	// hold past its health timeout.
 	Held time.Time
-	// Preserve, for a Failed machine that no annotation names, preserves
-	// it as auto-preserved ([Config.AutoPreserve]); once the grant is
-	// gone, its preservation stops.
-	Preserve bool
 }
 
 // Write is the result of an API write: persisting the status or carrying

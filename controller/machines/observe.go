@@ -127,7 +127,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 		in.NodeReadFailed = true
 	} else if node != nil {
 		in.Node = nodeView(node)
-		if in.NeedsPods() {
+		if lifecycle.NeedsPods(st, &in.Object, &in.Node) {
 			// The pods a drain must remove: the drain is done when none
 			// is left.
 			pods, err := r.nodes.PodsToDrain(ctx, node.Name)

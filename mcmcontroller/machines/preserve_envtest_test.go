@@ -41,6 +41,16 @@ func TestPreservedWhenFailedAsUnderMCM(t *testing.T) {
 	cfg.HealthTimeout = 3 * time.Second
 	w := newWorld(t, func(o *machines.Options) { o.Config = &cfg })
 	node := w.runningWithPod(t, "worker-p-1")
+	// The pod holds on to a finalizer: evicted, it stays terminating on
+	// the node until the test lets it go.
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "app-worker-p-1"}, p); err != nil {
+			return err
+		}
+		p.Finalizers = append(p.Finalizers, "test.purelifecycle.dev/hold")
+		return w.c.Update(w.ctx, p)
+	}))
 	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		m := w.get(t, "worker-p-1")
 		if m.Annotations == nil {
@@ -63,6 +73,23 @@ func TestPreservedWhenFailedAsUnderMCM(t *testing.T) {
 		}
 		return true
 	})
+	eventually(t, "the pod evicted", func() bool {
+		p := &corev1.Pod{}
+		must(t, w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "app-worker-p-1"}, p))
+		return p.DeletionTimestamp != nil
+	})
+	time.Sleep(2 * time.Second)
+	if s, _ := w.preservedCondition(t, node); s == corev1.ConditionTrue {
+		t.Fatal("the preserved node is marked drained with a pod still on it")
+	}
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "app-worker-p-1"}, p); err != nil {
+			return err
+		}
+		p.Finalizers = nil
+		return w.c.Update(w.ctx, p)
+	}))
 	eventually(t, "the node drained, kept and Preserved", func() bool {
 		n := &corev1.Node{}
 		must(t, w.c.Get(w.ctx, client.ObjectKey{Name: node}, n))

@@ -69,7 +69,7 @@ func (p *pass) observe(ctx context.Context, st *lifecycle.Status, in *lifecycle.
 		in.NodeReadFailed = true
 	} else if node != nil {
 		in.Node = mcmadapter.NodeFrom(node)
-		if in.NeedsPods() {
+		if lifecycle.NeedsPods(st, &in.Object, &in.Node) {
 			// The pods a drain must remove: the drain is done when none
 			// is left.
 			pods, err := p.r.nodes.PodsToDrain(ctx, node.Name)
