@@ -72,6 +72,23 @@ func (w *world) runningWithPod(t *testing.T, name string) string {
 	return node
 }
 
+// holdPod puts a finalizer on the named pod, or takes it off: held, an
+// evicted pod stays terminating on its node.
+func (w *world) holdPod(t *testing.T, name string, hold bool) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, p); err != nil {
+			return err
+		}
+		p.Finalizers = nil
+		if hold {
+			p.Finalizers = []string{"test.purelifecycle.dev/hold"}
+		}
+		return w.c.Update(w.ctx, p)
+	}))
+}
+
 // selectForUpdate plays the MachineDeployment controller choosing the
 // node: candidate first, then, once the condition says so, selected.
 func (w *world) selectForUpdate(t *testing.T, node string) {
@@ -91,7 +108,18 @@ func (w *world) selectForUpdate(t *testing.T, node string) {
 func TestInPlaceUpdateAsUnderMCM(t *testing.T) {
 	w := newWorld(t)
 	node := w.runningWithPod(t, "worker-ip-1")
+	w.holdPod(t, "app-worker-ip-1", true)
 	w.selectForUpdate(t, node)
+	eventually(t, "the pod evicted", func() bool {
+		p := &corev1.Pod{}
+		must(t, w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "app-worker-ip-1"}, p))
+		return p.DeletionTimestamp != nil
+	})
+	time.Sleep(2 * time.Second)
+	if r := w.inPlaceReason(t, node); r != lifecycle.ReasonSelectedForUpdate {
+		t.Fatalf("the condition says %s with a pod still on the node", r)
+	}
+	w.holdPod(t, "app-worker-ip-1", false)
 	eventually(t, "the condition ReadyForUpdate", func() bool {
 		return w.inPlaceReason(t, node) == lifecycle.ReasonReadyForUpdate
 	})

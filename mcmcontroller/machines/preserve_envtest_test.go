@@ -43,14 +43,7 @@ func TestPreservedWhenFailedAsUnderMCM(t *testing.T) {
 	node := w.runningWithPod(t, "worker-p-1")
 	// The pod holds on to a finalizer: evicted, it stays terminating on
 	// the node until the test lets it go.
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := &corev1.Pod{}
-		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "app-worker-p-1"}, p); err != nil {
-			return err
-		}
-		p.Finalizers = append(p.Finalizers, "test.purelifecycle.dev/hold")
-		return w.c.Update(w.ctx, p)
-	}))
+	w.holdPod(t, "app-worker-p-1", true)
 	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		m := w.get(t, "worker-p-1")
 		if m.Annotations == nil {
@@ -82,14 +75,7 @@ func TestPreservedWhenFailedAsUnderMCM(t *testing.T) {
 	if s, _ := w.preservedCondition(t, node); s == corev1.ConditionTrue {
 		t.Fatal("the preserved node is marked drained with a pod still on it")
 	}
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := &corev1.Pod{}
-		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "app-worker-p-1"}, p); err != nil {
-			return err
-		}
-		p.Finalizers = nil
-		return w.c.Update(w.ctx, p)
-	}))
+	w.holdPod(t, "app-worker-p-1", false)
 	eventually(t, "the node drained, kept and Preserved", func() bool {
 		n := &corev1.Node{}
 		must(t, w.c.Get(w.ctx, client.ObjectKey{Name: node}, n))
