@@ -72,7 +72,8 @@
 // the stamps of its state annotation back with MCM's.
 // TestDropInAgainstMCM runs every scenario through both, reconcile by
 // reconcile (Compare), and, once the machine settled after the steps,
-// compares where the two runs end (CompareEnds: the last machine, all the
+// compares where the two runs end (CompareEnds: the last machine with its
+// conditions, each node's cordon and InPlaceUpdate condition, all the
 // driver calls); a difference no deviation of the scenario accepts fails
 // it. TestHandoverBothWays hands the machine over after its first
 // reconcile ([Handover]), from the drop-in to MCM and back, and compares

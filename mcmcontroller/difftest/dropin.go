@@ -72,12 +72,19 @@ func (d *DropIn) Start(ctx context.Context, env *Env) error {
 	o.MCM.SafetyOptions.MachineCreationTimeout.Duration = s.CreationTimeout
 	o.MCM.SafetyOptions.MachineHealthTimeout.Duration = s.HealthTimeout
 	o.MCM.SafetyOptions.MachineDrainTimeout.Duration = s.DrainTimeout
+	o.MCM.SafetyOptions.MachineInPlaceUpdateTimeout.Duration = s.InPlaceUpdateTimeout
 	o.MCM.SafetyOptions.MaxEvictRetries = s.MaxEvictRetries
 	o.MCM.NodeConditions = s.NodeConditions
 	if env.NoTarget {
 		o.MCM.TargetKubeconfig = options.NoTargetCluster
 	}
 	cfg := o.Config()
+	// Both controllers must time in-place updates alike: the Config the
+	// options give must carry MCM's --machine-inplace-update-timeout.
+	if cfg.InPlaceUpdateTimeout != s.InPlaceUpdateTimeout {
+		return fmt.Errorf("the drop-in's in-place update timeout is %v, MCM's --machine-inplace-update-timeout %v",
+			cfg.InPlaceUpdateTimeout, s.InPlaceUpdateTimeout)
+	}
 	opts := machines.Options{Provider: env.Driver, Config: &cfg, Namespace: env.Namespace}
 	if env.Frozen {
 		since := time.Now()

@@ -31,9 +31,10 @@ const SecretFinalizer = "machine.sapcloud.io/machine-controller"
 // Settings are the controller-wide settings a scenario runs under; both
 // controllers are configured from them.
 type Settings struct {
-	// CreationTimeout, HealthTimeout and DrainTimeout are the defaults of
-	// MCM's flags of those names (a machine's spec may override them).
-	CreationTimeout, HealthTimeout, DrainTimeout time.Duration
+	// CreationTimeout, HealthTimeout, DrainTimeout and
+	// InPlaceUpdateTimeout are the defaults of MCM's flags of those names
+	// (a machine's spec may override them).
+	CreationTimeout, HealthTimeout, DrainTimeout, InPlaceUpdateTimeout time.Duration
 	// MaxEvictRetries is MCM's flag of that name.
 	MaxEvictRetries int32
 	// NodeConditions are the node conditions that make a machine unhealthy
@@ -43,11 +44,12 @@ type Settings struct {
 
 // DefaultSettings are MCM's defaults.
 var DefaultSettings = Settings{
-	CreationTimeout: 20 * time.Minute,
-	HealthTimeout:   10 * time.Minute,
-	DrainTimeout:    2 * time.Hour,
-	MaxEvictRetries: 360,
-	NodeConditions:  "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable",
+	CreationTimeout:      20 * time.Minute,
+	HealthTimeout:        10 * time.Minute,
+	DrainTimeout:         2 * time.Hour,
+	InPlaceUpdateTimeout: 20 * time.Minute,
+	MaxEvictRetries:      360,
+	NodeConditions:       "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable",
 }
 
 // Env is one scenario's world on the API server, as one controller runs

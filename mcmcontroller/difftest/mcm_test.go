@@ -41,6 +41,11 @@ func TestMain(m *testing.M) {
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(os.Getenv("MCM_DIR"), "kubernetes", "crds")},
 		ErrorIfCRDPathMissing: true}
+	// Lists are served by etcd, not by the API server's watch cache: from
+	// the cache, a list right after a write of another kind took up to a
+	// tenth of a second (the cache waits to be as fresh as etcd), and the
+	// snapshots around every reconcile list every kind.
+	env.ControlPlane.GetAPIServer().Configure().Set("watch-cache", "false")
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Println("difftest: starting envtest:", err)
@@ -102,6 +107,7 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 		MachineCreationTimeout:                   metav1.Duration{Duration: s.CreationTimeout},
 		MachineHealthTimeout:                     metav1.Duration{Duration: s.HealthTimeout},
 		MachineDrainTimeout:                      metav1.Duration{Duration: s.DrainTimeout},
+		MachineInPlaceUpdateTimeout:              metav1.Duration{Duration: s.InPlaceUpdateTimeout},
 		MaxEvictRetries:                          s.MaxEvictRetries,
 		PvDetachTimeout:                          metav1.Duration{Duration: 2 * time.Minute},
 		PvReattachTimeout:                        metav1.Duration{Duration: 90 * time.Second},

@@ -36,6 +36,11 @@ type Observation struct {
 	// "<kind> <name>: <path>: <before> -> <after>", "+" and "-" for a
 	// value set or removed, "created" and "deleted" for whole objects.
 	Writes []string
+	// Nodes is each node's part in the in-place update after the
+	// reconcile: whether it is cordoned and its InPlaceUpdate condition,
+	// one line a node, sorted. Like Machine.Conditions, compared only
+	// where the runs end.
+	Nodes []string
 	// Result and Err are what the controller reported; not compared.
 	Result Result
 	Err    string
@@ -53,6 +58,11 @@ type MachineView struct {
 	ProviderID, NodeLabel string
 	// Finalizers are the machine's finalizers, sorted.
 	Finalizers []string
+	// Conditions are the machine's copy of its node's conditions, one
+	// "type status reason: message" line each, sorted. They are compared
+	// only where the runs end (lastMachines); at each step their writes
+	// are.
+	Conditions []string
 }
 
 // OpView is a LastOperation without its time; the description normalised.
@@ -400,7 +410,45 @@ func machineView(s snapshot, name string) MachineView {
 		}
 	}
 	sort.Strings(v.Finalizers)
+	v.Conditions = conditionLines(leaves, "status.conditions")
 	return v
+}
+
+// conditionLines returns the conditions under path of an object's leaves,
+// one "type status reason: message" line each, sorted.
+func conditionLines(leaves map[string]string, path string) []string {
+	var out []string
+	for p, t := range leaves {
+		c, ok := strings.CutSuffix(p, ".type")
+		if !ok || !strings.HasPrefix(c, path+"[type=") {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s %s: %s", t, leaves[c+".status"], leaves[c+".reason"], leaves[c+".message"]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nodeViews returns each node's part in the in-place update, from a
+// snapshot: "<name>: unschedulable <v>, <the InPlaceUpdate condition's
+// line>", sorted.
+func nodeViews(s snapshot) []string {
+	var out []string
+	for key, leaves := range s {
+		name, ok := strings.CutPrefix(key, "node ")
+		if !ok {
+			continue
+		}
+		line := fmt.Sprintf("%s: unschedulable %q", name, leaves["spec.unschedulable"])
+		for _, c := range conditionLines(leaves, "status.conditions") {
+			if strings.HasPrefix(c, "InPlaceUpdate ") {
+				line += ", " + c
+			}
+		}
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // callViews returns the views of calls, normalised.

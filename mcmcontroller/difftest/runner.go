@@ -129,7 +129,7 @@ func (e *Env) reconcile(ctx context.Context, n *Normalizer, i int) (Observation,
 		return Observation{}, err
 	}
 	o := Observation{Step: i, Machine: machineView(after, e.Machine), Calls: callViews(e.Driver.Calls()[calls:], n),
-		Writes: writes(before, after), Result: res}
+		Writes: writes(before, after), Nodes: nodeViews(after), Result: res}
 	if rerr != nil {
 		o.Err = n.Text(rerr.Error())
 	}
@@ -252,10 +252,18 @@ func (sc *Scenario) judge(refused, accepted []string, i, first int, prefix strin
 }
 
 // lastMachines returns the differences of the machines where the runs a
-// and b end.
+// and b end: the fields Diff compares, the machine's conditions, and the
+// nodes' part in the in-place update.
 func lastMachines(a, b []Observation) []string {
-	last := func(obs []Observation) *Observation { return &Observation{Machine: obs[len(obs)-1].Machine} }
-	return Diff(last(a), last(b))
+	la, lb := &a[len(a)-1], &b[len(b)-1]
+	d := Diff(&Observation{Machine: la.Machine}, &Observation{Machine: lb.Machine})
+	if !slices.Equal(la.Machine.Conditions, lb.Machine.Conditions) {
+		d = append(d, fmt.Sprintf("machine conditions: %q | %q", la.Machine.Conditions, lb.Machine.Conditions))
+	}
+	if !slices.Equal(la.Nodes, lb.Nodes) {
+		d = append(d, fmt.Sprintf("nodes: %q | %q", la.Nodes, lb.Nodes))
+	}
+	return d
 }
 
 // steps returns the observations of a scenario's steps, without those of
@@ -271,8 +279,9 @@ func steps(obs []Observation) []Observation {
 
 // CompareEnds compares where two controllers' runs of sc end, once the
 // machine settled, whatever the deviations of its steps: the machine after
-// the last reconcile, and all the driver calls of the run, in order. A
-// difference is accepted only by a deviation of sc at step [End].
+// the last reconcile, its conditions included, each node's cordon and
+// InPlaceUpdate condition, and all the driver calls of the run, in order.
+// A difference is accepted only by a deviation of sc at step [End].
 func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) {
 	if len(a) == 0 || len(b) == 0 {
 		return nil, nil

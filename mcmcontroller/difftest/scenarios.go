@@ -96,6 +96,10 @@ var more = map[string][]Deviation{
 		{Step: End, Heading: "Only a machine being created creates", Test: "TestFailedMachineNeverCreates"},
 	},
 	"failed-without-instance-creates": {{Step: End, Heading: "Only a machine being created creates", Test: "TestFailedMachineNeverCreates"}},
+	// MCM deletes no node the machine's label does not name; the drop-in
+	// deletes the node it found by its machine-name label and providerID.
+	"delete-node-without-label": {{Step: End, Heading: "The node is found without the label and recorded, never written back",
+		Test: "node is deleted even without the machine's node label", Only: "nodes"}},
 	"crashloop-node-healthy-runs": {
 		{Step: End, Heading: "No Running before initialization", Test: "TestDeviationNoRunningBeforeInitialization", Only: "all driver calls"},
 		joinedText,
