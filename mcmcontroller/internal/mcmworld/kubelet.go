@@ -251,8 +251,12 @@ func (k *Kubelet) report(ctx context.Context, n *corev1.Node, now time.Time) err
 	for _, c := range n.Status.Conditions {
 		have[c.Type] = c
 	}
-	changed := len(have) != len(want)
-	conds := make([]corev1.NodeCondition, 0, len(want))
+	mine := map[corev1.NodeConditionType]bool{}
+	for _, c := range want {
+		mine[c.typ] = true
+	}
+	changed := false
+	conds := make([]corev1.NodeCondition, 0, len(n.Status.Conditions)+len(want))
 	for _, c := range want {
 		old, ok := have[c.typ]
 		transition := metav1.NewTime(now)
@@ -263,6 +267,13 @@ func (k *Kubelet) report(ctx context.Context, n *corev1.Node, now time.Time) err
 		}
 		conds = append(conds, corev1.NodeCondition{Type: c.typ, Status: c.status, Reason: c.reason, Message: c.message,
 			LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: transition})
+	}
+	for _, c := range n.Status.Conditions {
+		// A kubelet writes its own conditions, first, and keeps those
+		// others write (Terminating, InPlaceUpdate, Preserved).
+		if !mine[c.Type] {
+			conds = append(conds, c)
+		}
 	}
 	if !changed && !beatDue {
 		return nil
