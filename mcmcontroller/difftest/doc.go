@@ -10,10 +10,10 @@
 // deleted or in any state MCM leaves; its class and secret; the nodes of
 // the target cluster; the instances of a [mcmfake.Driver]; other machines
 // of its deployment) and a list of [Step]s. A step is some [Action]s
-// (script the driver's next answers or install a hook, add a node or
-// change its conditions, delete a node, attach a volume, mark the machine
-// for deletion, set a label, let an instance vanish, move time on), then
-// one reconcile. [Scenarios] returns the library; each step's Want is what
+// (script the driver's next answers or install a hook, add a node, change
+// its conditions, labels, annotations or spec, delete a node, attach a
+// volume, mark the machine for deletion, set a label, let an instance
+// vanish, move time on), then one reconcile. [Scenarios] returns the library; each step's Want is what
 // MCM does as the rows document it, and every row id and every accepted
 // deviation is checked against doc/ ([CheckScenarios]).
 //

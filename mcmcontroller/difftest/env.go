@@ -232,6 +232,26 @@ func (e *Env) setNodeConditions(ctx context.Context, name string, cs []corev1.No
 	})
 }
 
+// changeNode applies change to the named node's object (labels,
+// annotations, spec), again on a conflict.
+func (e *Env) changeNode(ctx context.Context, name string, change func(*corev1.Node)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := e.Core.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		change(n)
+		_, err = e.Core.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 // deleteNode deletes the node.
 func (e *Env) deleteNode(ctx context.Context, name string) error {
 	return e.Core.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})

@@ -167,6 +167,36 @@ func DeleteNode(node string) Action {
 	}}
 }
 
+// ChangeNode applies change to the named node's object: its labels and
+// annotations (never nil when change runs) and its spec.
+func ChangeNode(name, node string, change func(*corev1.Node)) Action {
+	return Action{Name: name, Do: func(ctx context.Context, e *Env) error {
+		return e.changeNode(ctx, node, change)
+	}}
+}
+
+// LabelNode sets a label of the named node ("" deletes it).
+func LabelNode(node, key, value string) Action {
+	return ChangeNode(fmt.Sprintf("node %s label %s=%q", node, key, value), node, func(n *corev1.Node) {
+		if value == "" {
+			delete(n.Labels, key)
+		} else {
+			n.Labels[key] = value
+		}
+	})
+}
+
+// AnnotateNode sets an annotation of the named node ("" deletes it).
+func AnnotateNode(node, key, value string) Action {
+	return ChangeNode(fmt.Sprintf("node %s annotation %s=%q", node, key, value), node, func(n *corev1.Node) {
+		if value == "" {
+			delete(n.Annotations, key)
+		} else {
+			n.Annotations[key] = value
+		}
+	})
+}
+
 // DeleteMachine marks the machine for deletion.
 func DeleteMachine() Action {
 	return Action{Name: "delete the machine", Do: func(ctx context.Context, e *Env) error {

@@ -21,6 +21,7 @@ func Scenarios() []Scenario {
 	out = append(out, creationScenarios()...)
 	out = append(out, healthScenarios()...)
 	out = append(out, deletionScenarios()...)
+	out = append(out, inPlaceScenarios()...)
 	for i := range out {
 		if d, ok := passGoesOn[out[i].Name]; ok {
 			out[i].Deviations = append(out[i].Deviations, d)
@@ -149,6 +150,7 @@ var passGoesOn = map[string]Deviation{
 	"delete-node-missing":            stageGoesOn,
 	"delete-node-refused":            stageGoesOn,
 	"drain-condition-refused":        stageGoesOn,
+	"inplace-deleted":                stageGoesOn,
 }
 
 // The deviations of a pass that goes on.
