@@ -55,6 +55,13 @@ var ErrPromise = errors.New("lifecycle promise broken")
 //     input carries the limiter's grant;
 //   - Running only with a recorded, initialized instance and a healthy node
 //     of its own;
+//   - InPlaceUpdating only from the drain before an in-place update
+//     (Running, StageInPlaceDrain) once the node shows no pods left, and
+//     the node agent told ReadyForUpdate only by a decision that leaves
+//     the machine InPlaceUpdating: the agent goes on only after the drain;
+//     and no UpdateMachine or UpdateMetadata asked while the decision
+//     leaves an in-place update under way (the drain before it, or an
+//     in-place phase);
 //   - the op ID consistent with the effects and the status sequence.
 //
 // It returns nil, or an error wrapping [ErrPromise] naming the first
@@ -138,6 +145,36 @@ func Check(cfg *lifecycle.Config, in *lifecycle.Input, d *lifecycle.Decision) er
 	if st.Phase == phase.Running && was.Phase != phase.Running {
 		if err := checkRunning(cfg, in, d); err != nil {
 			return fail("%v", err)
+		}
+	}
+	if err := checkInPlace(in, d); err != nil {
+		return fail("%v", err)
+	}
+	return nil
+}
+
+// checkInPlace checks the in-place update's part of a decision: the
+// change to InPlaceUpdating, ReadyForUpdate told to the node, and no hot
+// update or metadata patch while an update is under way.
+func checkInPlace(in *lifecycle.Input, d *lifecycle.Decision) error {
+	st, was := &d.Status, &in.Status
+	underWay := st.Stage == lifecycle.StageInPlaceDrain || st.Phase == phase.InPlaceUpdating ||
+		st.Phase == phase.InPlaceUpdateSuccessful || st.Phase == phase.InPlaceUpdateFailed
+	if m := d.Call.Method; underWay && (m == driverapi.MethodUpdate || m == driverapi.MethodUpdateMetadata) {
+		return fmt.Errorf("%s asked while an in-place update is under way (%s)", m, PlaceOf(st))
+	}
+	if st.Phase == phase.InPlaceUpdating && was.Phase != phase.InPlaceUpdating {
+		switch {
+		case was.Phase != phase.Running || was.Stage != lifecycle.StageInPlaceDrain:
+			return fmt.Errorf("made InPlaceUpdating from %s, not from the drain before an in-place update", PlaceOf(was))
+		case !in.Node.Found() || in.Node.Pods > 0:
+			return fmt.Errorf("made InPlaceUpdating while its node shows %d pods left to drain (found %v)", in.Node.Pods, in.Node.Found())
+		}
+	}
+	for _, e := range d.Effects.Slice() {
+		if e.Kind == lifecycle.KindSetNodeCondition && e.Key == lifecycle.ConditionInPlaceUpdate &&
+			e.Value == lifecycle.ReasonReadyForUpdate && st.Phase != phase.InPlaceUpdating {
+			return fmt.Errorf("the node agent told ReadyForUpdate while the machine is %s", st.Phase.Label())
 		}
 	}
 	return nil

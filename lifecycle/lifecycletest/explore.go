@@ -21,12 +21,14 @@ import (
 // metadata key), or an event of the world (time passing a deadline, the
 // node registering, turning unhealthy or going, the instance vanishing,
 // deletion, a spec change, the observer degrading or recovering, the
-// limiter's grant, a problem with the machine's class). States are
-// abstracted: times become "before or after each deadline", counters "zero
-// or more". Every decision is checked with [Check] and every state against
-// the world's invariants (one instance per incarnation, none of another
-// owner, none left once the machine is gone or our finalizer removed,
-// metadata never reported in sync while the instance lacks a key);
+// limiter's grant, a problem with the machine's class, the node's owner
+// and its agent in an in-place update). States are abstracted: times
+// become "before or after each deadline", counters "zero or more". Every
+// decision is checked with [Check] and every state against the world's
+// invariants (one instance per incarnation, none of another owner, none
+// left once the machine is gone or our finalizer removed, metadata never
+// reported in sync while the instance lacks a key, the node agent told
+// ReadyForUpdate only of a drained, cordoned node);
 // afterwards liveness is checked on the fault-free transitions
 // (liveness.go): the states from which no fault-free path reaches an end
 // state, the livelocks, and the states whose fault-free paths end other
@@ -90,16 +92,28 @@ const (
 	// deletion removes (stuck on a finalizer). Neither clears by itself:
 	// the drain's timeouts must end the wait.
 	EventDrainBlocked
+	// eventInPlace lets the node's owner and its agent play their parts of
+	// the in-place update (world_inplace.go): the owner asks an update
+	// (labels the node a candidate), withdraws its selection, and the
+	// machine gets the force-drain label while its node is selected; the
+	// agent reports failure where variantAgentFails lets it. The owner's
+	// fair parts (selecting the node, finishing) happen with it, the
+	// agent's success with the fair events. Under variantOwnUpdate the
+	// machine's spec asks the update instead, and the node's owner plays
+	// no part. It is the last bit Events holds, and unexported: the
+	// explorations of [Explorations] use it, and the exported set of
+	// events stays as it is.
+	eventInPlace
 )
 
 // eventsAll is the set of every event of the world.
-const eventsAll = EventDrainBlocked<<1 - 1
+const eventsAll = eventInPlace | (eventInPlace - 1)
 
 // String lists the events of the set by name, joined by ", ".
 func (e Events) String() string {
 	names := []string{"fair events", "node health", "node gone", "foreign node", "deletion", "force deletion",
 		"hot update", "metadata", "observer", "grant", "instance gone", "problem", "node unreadable",
-		"metadata key removed", "drain blocked"}
+		"metadata key removed", "drain blocked", "in-place update"}
 	var out []string
 	for i, n := range names {
 		if e&(1<<i) != 0 {
@@ -123,6 +137,16 @@ const (
 	// VariantHealthTimeoutDisabled gives the machine
 	// Overrides.DisableHealthTimeout.
 	VariantHealthTimeoutDisabled
+	// variantAgentFails lets the node agent report an in-place update
+	// failed (a fault, with eventInPlace); without it the agent succeeds
+	// or stalls. Unexported, as eventInPlace is.
+	variantAgentFails
+	// variantOwnUpdate makes the lifecycle the owner of the node's
+	// in-place update, as for the project's controller: eventInPlace asks
+	// an update through the machine's spec (Object.InPlaceGeneration), the
+	// lifecycle labels the node and, once the update is done, takes the
+	// labels off and uncordons it; the node's own owner plays no part.
+	variantOwnUpdate
 )
 
 // String lists the variants of the set by name, joined by ", ".
@@ -134,7 +158,13 @@ func (v Variants) String() string {
 	if v&VariantHealthTimeoutDisabled != 0 {
 		out = append(out, "health timeout disabled")
 	}
-	if rest := v &^ (VariantNoTargetCluster | VariantHealthTimeoutDisabled); rest != 0 {
+	if v&variantAgentFails != 0 {
+		out = append(out, "a node agent that may fail")
+	}
+	if v&variantOwnUpdate != 0 {
+		out = append(out, "in-place updates asked through the machine's spec")
+	}
+	if rest := v &^ (VariantNoTargetCluster | VariantHealthTimeoutDisabled | variantAgentFails | variantOwnUpdate); rest != 0 {
 		out = append(out, fmt.Sprintf("Variants(%#x)", uint8(rest)))
 	}
 	return strings.Join(out, ", ")
@@ -180,7 +210,13 @@ type Exploration struct {
 // health and the limiter (from a new machine, with and without an older
 // incarnation's instance, whose instance may vanish); deletion at any point
 // (from a new and a Running machine, with a stale node of the instance's
-// name); hot update and metadata (from a Running machine). Three start
+// name); hot update and metadata (from a Running machine). Two explore
+// the in-place update of the node its owner asks (world_inplace.go): at
+// large, from a Running machine and from machines found in the middle of
+// one, taken over from MCM or after lost writes (starts_inplace.go), but
+// those that run into a known issue ([KnownIssueExplorations], which also
+// holds the update asked through the machine's spec); and with a hot
+// update, from a Running machine with workloads on its node. Three start
 // from every state another controller or a lost write leaves a machine in:
 // machines taken over from another controller at every phase
 // ([AdoptedStarts]), while being created or running and while deleting,
@@ -200,6 +236,12 @@ func Explorations() []Exploration {
 		{Name: "hot update and metadata",
 			Events: EventsFair | EventHotUpdate | EventMetadata | EventMetadataKeyRemoved | EventNodeHealth | EventDelete,
 			Starts: []Start{StartRunning}, MaxStates: 2_000_000},
+		{Name: "in-place update",
+			Events: EventsFair | eventInPlace | EventNodeHealth | EventDelete | EventInstanceGone,
+			Starts: append([]Start{StartRunning}, inPlaceStarts(0, false)...), MaxStates: 2_000_000},
+		{Name: "in-place update and hot update",
+			Events: EventsFair | eventInPlace | EventHotUpdate | EventDelete,
+			Starts: inPlaceStarts(0, true)[:1]},
 		{Name: "taken over from another controller",
 			Events: EventsFair | EventNodeHealth | EventNodeGone | EventDelete | EventInstanceGone,
 			Starts: append([]Start{StartAdoptedRunning}, adoptedStarts(false)...), MaxStates: 2_000_000},
@@ -227,16 +269,6 @@ func Explorations() []Exploration {
 			Starts: []Start{StartRunning}},
 	}
 }
-
-// KnownIssueExplorations returns explorations that [Explorations] leaves
-// out because the lifecycle breaks a promise or liveness in them, so that
-// the model check guards the rest meanwhile. Each name says what it
-// switches on; once the lifecycle is fixed it passes, and its events belong
-// in [Explorations]. There is none today: the last one (a key leaving the
-// desired metadata while a patch that set it was unverified stayed on the
-// instance, reported in sync) was fixed, and its event moved into the
-// exploration of hot update and metadata.
-func KnownIssueExplorations() []Exploration { return nil }
 
 // Place is where a machine is in its lifecycle: its phase and the stage of
 // its creation or deletion flow.
@@ -314,9 +346,10 @@ type Report struct {
 	// the cycle.
 	LivelockStates []string
 	// Unexpected counts the states from which a fault-free path reaches an
-	// end state other than the ones expected of them (see [Explore]), and
-	// the start states from which no fault-free path reaches the end
-	// expected of them.
+	// end state other than the ones expected of them (see [Explore]), the
+	// start states from which no fault-free path reaches the end expected
+	// of them, and the states of an in-place update from which no
+	// fault-free path ends Running.
 	Unexpected int
 	// UnexpectedStates describes the first three of them: the state, the
 	// path that reached it, and the fault-free path to the unexpected end.
@@ -350,7 +383,10 @@ var ErrExplore = errors.New("lifecycletest: exploration failed")
 // initialized and its own node is healthy past creation, as nothing fault
 // free turns the node unhealthy or removes the instance. From each start
 // state, some fault-free path must also reach the end wanted of it: gone
-// when deleting, Failed when Failed, else Running (Available). Passes is
+// when deleting, Failed when Failed, else Running (Available); and from
+// every state between passes of a machine whose node's in-place update is
+// asked or under way, whose agent has not reported failure, some
+// fault-free path must end Running (the agent succeeds in time). Passes is
 // the longest fault-free path to an end state, in reconcile passes.
 func Explore(x Exploration) (Report, error) {
 	return newExplorer(x).run()
@@ -451,11 +487,12 @@ type explorer struct {
 	via    []uint16
 	starts []int32 // the state of each start
 	// ends holds each state's kind of end state (0: none), expect the end
-	// kinds its fault-free paths may reach, startsPass whether a step from
-	// it starts a reconcile pass, saturated whether all its deadlines
-	// passed.
+	// kinds its fault-free paths may reach, want the end kinds one of them
+	// must reach (0: none is asked), startsPass whether a step from it
+	// starts a reconcile pass, saturated whether all its deadlines passed.
 	ends       []uint8
 	expect     []uint8
+	want       []uint8
 	startsPass []bool
 	saturated  []bool
 	edgeStart  []int32
@@ -484,6 +521,7 @@ func (e *explorer) visitFrom(s wState, parent int32, via int, label string) (int
 	e.via = append(e.via, uint16(via))
 	e.ends = append(e.ends, s.endKind())
 	e.expect = append(e.expect, s.expectedEnds(e.x.Variants))
+	e.want = append(e.want, s.inPlaceWanted(&k, e.x.Variants))
 	e.startsPass = append(e.startsPass, s.betweenPasses())
 	e.saturated = append(e.saturated, s.saturated(k))
 	e.q.push(s)
@@ -530,37 +568,4 @@ func (e *explorer) describeState(i int32) string {
 	s := e.replay(i)
 	d := e.step(s.input())
 	return e.describe(i, &s, &d)
-}
-
-// wQueue is a first-in first-out queue of states in chunks, so that a
-// growing frontier is never copied.
-type wQueue struct {
-	chunks [][]wState
-	head   int
-	n      int
-}
-
-const wChunk = 1024
-
-func (q *wQueue) len() int { return q.n }
-
-func (q *wQueue) push(s wState) {
-	if len(q.chunks) == 0 || len(q.chunks[len(q.chunks)-1]) == wChunk {
-		q.chunks = append(q.chunks, make([]wState, 0, wChunk))
-	}
-	last := &q.chunks[len(q.chunks)-1]
-	*last = append(*last, s)
-	q.n++
-}
-
-func (q *wQueue) pop() wState {
-	c := q.chunks[0]
-	s := c[q.head]
-	c[q.head] = wState{}
-	q.head++
-	q.n--
-	if q.head == wChunk {
-		q.chunks, q.head = q.chunks[1:], 0
-	}
-	return s
 }

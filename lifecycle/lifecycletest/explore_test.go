@@ -47,7 +47,8 @@ func TestExploreIsDeterministic(t *testing.T) {
 
 // Replaying the path the search recorded for a state rebuilds that state,
 // so messages name a path that really leads to it; also in worlds with
-// variants and problems.
+// variants and problems, and in one of the in-place update (its starts,
+// without deletion and node health).
 func TestExplorePathsReplay(t *testing.T) {
 	xs := []Exploration{small()}
 	for _, x := range Explorations() {
@@ -57,6 +58,7 @@ func TestExplorePathsReplay(t *testing.T) {
 		}
 	}
 	require.Len(t, xs, 4)
+	xs = append(xs, Exploration{Name: "in-place", Events: EventsFair | eventInPlace, Starts: inPlaceStarts(0, false)})
 	for _, x := range xs {
 		e := newExplorer(x)
 		_, err := e.run()
@@ -94,7 +96,7 @@ func TestStartStates(t *testing.T) {
 	}
 	require.Equal(t, "Start(13)", Start(13).String())
 	require.Equal(t, "Start(77)", (adoptedBase | 13).String(), "a place past the adoptions")
-	require.Equal(t, "Start(128)", Start(128).String())
+	require.Equal(t, "Start(156)", (inPlaceBase | Start(len(inPlacePlaces))).String(), "an in-place place past the places")
 	require.True(t, startState(StartRunning, VariantHealthTimeoutDisabled).obj.Overrides.DisableHealthTimeout)
 
 	places := map[Place]int{}
@@ -153,13 +155,15 @@ func TestExploreBound(t *testing.T) {
 func TestEventsString(t *testing.T) {
 	require.Equal(t, "fair events, deletion", (EventsFair | EventDelete).String())
 	require.Equal(t, "", Events(0).String())
-	require.Equal(t, "grant, instance gone, node unreadable, metadata key removed, Events(0x8000)", (EventGrant |
-		EventInstanceGone | EventNodeUnreadable | EventMetadataKeyRemoved | 1<<15).String())
+	require.Equal(t, "grant, instance gone, node unreadable, metadata key removed, in-place update", (EventGrant |
+		EventInstanceGone | EventNodeUnreadable | EventMetadataKeyRemoved | eventInPlace).String())
+	require.Equal(t, Events(1<<16-1), eventsAll)
 }
 
 func TestVariantsString(t *testing.T) {
 	require.Equal(t, "no target cluster, health timeout disabled",
 		(VariantNoTargetCluster | VariantHealthTimeoutDisabled).String())
 	require.Equal(t, "", Variants(0).String())
-	require.Equal(t, "no target cluster, Variants(0x4)", (VariantNoTargetCluster | 1<<2).String())
+	require.Equal(t, "no target cluster, a node agent that may fail", (VariantNoTargetCluster | variantAgentFails).String())
+	require.Equal(t, "in-place updates asked through the machine's spec, Variants(0x10)", (variantOwnUpdate | 1<<4).String())
 }

@@ -1,6 +1,7 @@
 package lifecycletest
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ func Configs() *rapid.Generator[lifecycle.Config] {
 		c.CreationTimeout = time.Duration(rapid.IntRange(1, 40).Draw(t, "creation minutes")) * time.Minute
 		c.HealthTimeout = time.Duration(rapid.IntRange(1, 20).Draw(t, "health minutes")) * time.Minute
 		c.DrainTimeout = time.Duration(rapid.IntRange(1, 120).Draw(t, "drain minutes")) * time.Minute
+		c.InPlaceUpdateTimeout = time.Duration(rapid.IntRange(1, 40).Draw(t, "in-place minutes")) * time.Minute
 		c.NoTargetCluster = rapid.IntRange(0, 9).Draw(t, "no target cluster") == 0
 		c.VerifyOwner = rapid.Bool().Draw(t, "verify owner")
 		if rapid.Bool().Draw(t, "percent") {
@@ -77,14 +79,15 @@ func Results() *rapid.Generator[driverapi.Result] {
 	})
 }
 
-// Statuses draws statuses: every phase, stage and known flag, with or
+// Statuses draws statuses: every phase (the in-place update's included),
+// stage (the drains of a kept node included) and known flag, with or
 // without an instance, stamps around Epoch.
 func Statuses() *rapid.Generator[lifecycle.Status] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
 		st := lifecycle.Status{
 			Phase:      phase.Phase(rapid.IntRange(0, phase.Count-1).Draw(t, "phase")),
-			Stage:      lifecycle.Stage(rapid.IntRange(0, int(lifecycle.StageRemoveFinalizer)).Draw(t, "stage")),
-			Flags:      lifecycle.Flags(rapid.IntRange(0, 1<<10-1).Draw(t, "flags")),
+			Stage:      lifecycle.Stage(rapid.IntRange(0, int(lifecycle.StagePreserveDrain)).Draw(t, "stage")),
+			Flags:      lifecycle.Flags(rapid.IntRange(0, int(lifecycle.FlagAutoPreserved)<<1-1).Draw(t, "flags")),
 			Attempt:    uint32(rapid.IntRange(0, 2).Draw(t, "attempt")),
 			Seq:        uint32(rapid.IntRange(0, 5).Draw(t, "seq")),
 			PhaseSince: Stamps().Draw(t, "phase since"),
@@ -109,6 +112,7 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 		st.Failures.Delete = uint8(rapid.IntRange(0, 3).Draw(t, "delete failures"))
 		st.Failures.Update = uint8(rapid.IntRange(0, 2).Draw(t, "update failures"))
 		st.Failures.Metadata = uint8(rapid.IntRange(0, 3).Draw(t, "metadata failures"))
+		st.Failures.Drain = uint8(rapid.IntRange(0, 2).Draw(t, "drain failures"))
 		st.Metadata = Metadata().Draw(t, "observed metadata")
 		if rapid.Bool().Draw(t, "conditions") {
 			st.Conditions = Nodes().Draw(t, "mirrored node").Conditions
@@ -147,9 +151,13 @@ func Metadata() *rapid.Generator[map[string]string] {
 
 // Nodes draws nodes: absent, healthy, unhealthy, of another instance or
 // labelled with another machine's name, tainted, deleted out of band (a
-// deletionTimestamp set), and nodes that give no evidence of health:
-// without conditions, without a Ready condition, with condition types
-// nobody watches.
+// deletionTimestamp set), with pods left to drain or none, and nodes that
+// give no evidence of health: without conditions, without a Ready
+// condition, with condition types nobody watches. A node may be in the
+// middle of an in-place update: labelled candidate, selected, with the
+// agent's verdict and its reason of a failure, as the protocol has them or
+// in any combination, and its InPlaceUpdate condition at any reason the
+// protocol gives or at one it does not know.
 func Nodes() *rapid.Generator[lifecycle.Node] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Node {
 		if rapid.IntRange(0, 3).Draw(t, "no node") == 0 {
@@ -169,6 +177,7 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 			// finalizers may hold it a while.
 			Deleting: rapid.IntRange(0, 7).Draw(t, "node deleted") == 0,
 			Zone:     rapid.SampledFrom([]string{"", "zone-a"}).Draw(t, "zone"),
+			Pods:     rapid.SampledFrom([]int{0, 0, 1, 3}).Draw(t, "pods"),
 		}
 		if rapid.Bool().Draw(t, "disk pressure") {
 			n.Conditions = append(n.Conditions, lifecycle.Condition{Type: "DiskPressure",
@@ -178,6 +187,7 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 			n.Conditions = append(n.Conditions, lifecycle.Condition{Type: "ExampleVendorCondition",
 				Status: lifecycle.ConditionStatus(rapid.IntRange(0, 2).Draw(t, "unwatched status"))})
 		}
+		inPlaceUpdate(t, &n)
 		switch rapid.IntRange(0, 7).Draw(t, "evidence") {
 		case 0: // a node that reports no conditions at all
 			n.Conditions = nil
@@ -186,6 +196,35 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 		}
 		return n
 	})
+}
+
+// inPlaceLabels are the in-place labels a node carries as the protocol has
+// them: none, a candidate, selected, with the agent's verdict, and after
+// its owner withdrew the selection.
+var inPlaceLabels = []lifecycle.UpdateLabels{0, 0, 0, lifecycle.UpdateCandidate,
+	lifecycle.UpdateCandidate | lifecycle.UpdateSelected,
+	lifecycle.UpdateCandidate | lifecycle.UpdateSelected | lifecycle.UpdateSucceeded,
+	lifecycle.UpdateCandidate | lifecycle.UpdateSelected | lifecycle.UpdateFailed,
+	lifecycle.UpdateCandidate | lifecycle.UpdateSucceeded}
+
+// drawnReasons are the InPlaceUpdate reasons Nodes draws: none, the
+// protocol's, and one it does not know.
+var drawnReasons = append(inPlaceReasons[:len(inPlaceReasons):len(inPlaceReasons)], "ReasonNobodyKnows")
+
+// inPlaceUpdate draws node n's part of an in-place update: its labels (as
+// the protocol has them, or any bits), the agent's reason of a failure,
+// and its InPlaceUpdate condition after its other conditions.
+func inPlaceUpdate(t *rapid.T, n *lifecycle.Node) {
+	n.Update = rapid.OneOf(rapid.SampledFrom(inPlaceLabels),
+		rapid.Map(rapid.IntRange(0, 15), func(b int) lifecycle.UpdateLabels { return lifecycle.UpdateLabels(b) })).
+		Draw(t, "in-place labels")
+	if n.Update.Has(lifecycle.UpdateFailed) && rapid.IntRange(0, 3).Draw(t, "failure reason") > 0 {
+		n.UpdateFailedReason = "injected"
+	}
+	if r := rapid.SampledFrom(drawnReasons).Draw(t, "in-place reason"); r != "" {
+		n.Conditions = append(n.Conditions, lifecycle.Condition{Type: lifecycle.ConditionInPlaceUpdate,
+			Status: lifecycle.ConditionTrue, Since: Stamps().Draw(t, "in-place since"), Reason: r})
+	}
 }
 
 // Inputs draws inputs of one machine "machine-1" (UID "uid-1") with any
@@ -208,6 +247,7 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 				ProviderID:       rapid.SampledFrom([]string{"", "test:///vm-1"}).Draw(t, "spec providerID"),
 				Priority:         rapid.SampledFrom([]string{"", "3"}).Draw(t, "priority"),
 				ForceDeletion:    rapid.IntRange(0, 5).Draw(t, "force deletion") == 0,
+				ForceDrain:       rapid.IntRange(0, 5).Draw(t, "force drain") == 0,
 				UpdateGeneration: rapid.Int64Range(0, 2).Draw(t, "desired generation"),
 			},
 			Status: rapid.OneOf(Statuses(), Statuses(), AdoptedStatuses(), StatusesAfterLostWrites()).
@@ -282,6 +322,7 @@ func mcmOperations(p phase.Phase) []lastop.Operation {
 	}
 	const (
 		create, health, del  = lastop.TypeCreate, lastop.TypeHealthCheck, lastop.TypeDelete
+		inPlace              = lastop.TypeInPlaceUpdate
 		processing, ok, fail = lastop.StateProcessing, lastop.StateSuccessful, lastop.StateFailed
 	)
 	switch p {
@@ -300,7 +341,13 @@ func mcmOperations(p phase.Phase) []lastop.Operation {
 		return []lastop.Operation{op(health, processing, lastop.DescUnhealthy), op(health, processing, lastop.DescNodeMissing)}
 	case phase.Failed:
 		return []lastop.Operation{op(health, fail, lastop.DescHealthTimeout), op(create, fail, lastop.DescJoinTimeout),
-			op(create, fail, lastop.DescStaleNode)}
+			op(create, fail, lastop.DescStaleNode), op(inPlace, fail, lastop.DescHealthTimeout)}
+	case phase.InPlaceUpdating:
+		return []lastop.Operation{op(inPlace, processing, lastop.DescInPlaceUpdating)}
+	case phase.InPlaceUpdateSuccessful:
+		return []lastop.Operation{op(inPlace, ok, lastop.DescInPlaceUpdated)}
+	case phase.InPlaceUpdateFailed:
+		return []lastop.Operation{op(inPlace, fail, lastop.DescInPlaceUpdateFailed), op(inPlace, fail, lastop.DescInPlaceTimeout)}
 	case phase.Terminating:
 		var out []lastop.Operation
 		for _, d := range lastop.Descs() {
@@ -318,13 +365,14 @@ func mcmOperations(p phase.Phase) []lastop.Operation {
 }
 
 // adoptedPhases are the phases AdoptedStatuses draws: every phase MCM
-// leaves a machine in but the in-place update phases.
+// leaves a machine in.
 var adoptedPhases = []phase.Phase{phase.None, phase.CrashLoopBackOff, phase.Pending, phase.Available, phase.Running,
-	phase.Unknown, phase.Failed, phase.Terminating}
+	phase.Unknown, phase.Failed, phase.Terminating, phase.InPlaceUpdating, phase.InPlaceUpdateSuccessful,
+	phase.InPlaceUpdateFailed}
 
 // AdoptedStatuses draws the statuses a shell hands in for a machine taken
 // over from another controller such as MCM, as the MCM adapter reads them:
-// every phase but the in-place update phases, with a last operation MCM
+// every phase, the in-place update's included, with a last operation MCM
 // writes in it (while Terminating, every description that names a deletion
 // step, MCM's MachineSet's text that names none, and foreign text), the
 // phase's start from the last update time (or none), providerID and node
@@ -363,8 +411,8 @@ func AdoptedStatuses() *rapid.Generator[lifecycle.Status] {
 // taken from an older status of the same machine, or mixed field by field
 // from the two and nothing. The statuses come from a random walk of the
 // world Explore explores, from any of its start states (new, Running,
-// taken over from another controller), through any of its transitions,
-// faults included.
+// taken over from another controller, in the middle of an in-place
+// update), through any of its transitions, faults included.
 func StatusesAfterLostWrites() *rapid.Generator[lifecycle.Status] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
 		older, newer := walkStatuses(t)
@@ -433,8 +481,18 @@ func copyBookkeeping(st, src *lifecycle.Status) {
 func walkStatuses(t *rapid.T) (older, newer lifecycle.Status) {
 	starts := allStarts()
 	v := Variants(0)
-	if rapid.IntRange(0, 5).Draw(t, "no target cluster") == 0 {
+	switch rapid.IntRange(0, 5).Draw(t, "variant") {
+	case 0:
+		// In-place updates need a target cluster.
 		v = VariantNoTargetCluster
+		starts = slices.DeleteFunc(starts, func(p Start) bool {
+			_, inPlace := inPlacePlaceOf(p)
+			return inPlace
+		})
+	case 1:
+		v = variantAgentFails
+	case 2:
+		v = variantOwnUpdate
 	}
 	cfg := v.config()
 	s := startState(rapid.SampledFrom(starts).Draw(t, "start"), v)

@@ -40,9 +40,10 @@ func TestAdoptedStatuses(t *testing.T) {
 // StatusesAfterLostWrites draws statuses whose bookkeeping does not match
 // their phase: a deletion whose stage was lost, a machine past creation at
 // a creation stage, a deleting machine at an older stage than its last
-// operation names.
+// operation names; and statuses of the in-place update: at the drain
+// before it, and in its phases.
 func TestStatusesAfterLostWrites(t *testing.T) {
-	var lostDeletion, staleCreation, olderDeletion int
+	var lostDeletion, staleCreation, olderDeletion, inPlaceDrain, inPlacePhase int
 	g := StatusesAfterLostWrites()
 	for i := range 1500 {
 		st := g.Example(i)
@@ -56,12 +57,21 @@ func TestStatusesAfterLostWrites(t *testing.T) {
 			stageOfStep(st.LastOp.Desc.Step()) > st.Stage:
 			olderDeletion++
 		}
+		switch {
+		case st.Stage == lifecycle.StageInPlaceDrain:
+			inPlaceDrain++
+		case st.Phase == phase.InPlaceUpdating || st.Phase == phase.InPlaceUpdateSuccessful || st.Phase == phase.InPlaceUpdateFailed:
+			inPlacePhase++
+		}
 	}
 	require.Positive(t, lostDeletion)
 	require.Positive(t, staleCreation)
 	require.Positive(t, olderDeletion)
+	require.Positive(t, inPlaceDrain)
+	require.Positive(t, inPlacePhase)
 	t.Logf("of 1500: %d deletions whose stage was lost, %d machines past creation at a creation stage, "+
-		"%d deletions at an older stage than their last operation", lostDeletion, staleCreation, olderDeletion)
+		"%d deletions at an older stage than their last operation, %d at the drain before an in-place update, "+
+		"%d in an in-place phase", lostDeletion, staleCreation, olderDeletion, inPlaceDrain, inPlacePhase)
 }
 
 // stageOfStep is the deletion stage of an MCM deletion step.
@@ -85,10 +95,14 @@ func stageOfStep(s lastop.Step) lifecycle.Stage {
 
 // Inputs draws nodes deleted out of band, nodes without conditions, desired
 // metadata that adds keys to what the status observed and that drops keys
-// from it, and outcomes whose call found the instance gone.
+// from it, and outcomes whose call found the instance gone; and the
+// in-place update: nodes selected with pods on them, told ReadyForUpdate,
+// with the agent's verdict, machines with the force-drain label, at the
+// drain before an update and InPlaceUpdating.
 func TestInputsCoverTheWorldOutOfBand(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	var deletedNode, noConditions, added, removed, adopted int
+	var selectedWithPods, ready, verdict, forceDrain, draining, updating int
 	g := Inputs(cfg)
 	for i := range 2000 {
 		in := g.Example(i)
@@ -113,9 +127,32 @@ func TestInputsCoverTheWorldOutOfBand(t *testing.T) {
 		if in.Status.Phase == phase.Terminating && in.Status.Stage == lifecycle.StageNone {
 			adopted++
 		}
+		n := &in.Node
+		if n.Update.Has(lifecycle.UpdateCandidate|lifecycle.UpdateSelected) && n.Pods > 0 {
+			selectedWithPods++
+		}
+		for _, c := range n.Conditions {
+			if c.Type == lifecycle.ConditionInPlaceUpdate && c.Reason == lifecycle.ReasonReadyForUpdate {
+				ready++
+			}
+		}
+		if n.Update&(lifecycle.UpdateSucceeded|lifecycle.UpdateFailed) != 0 {
+			verdict++
+		}
+		if in.Object.ForceDrain {
+			forceDrain++
+		}
+		if in.Status.Phase == phase.Running && in.Status.Stage == lifecycle.StageInPlaceDrain {
+			draining++
+		}
+		if in.Status.Phase == phase.InPlaceUpdating {
+			updating++
+		}
 	}
 	for name, n := range map[string]int{"deleted node": deletedNode, "node without conditions": noConditions,
-		"key to add": added, "key to remove": removed, "Terminating without a stage": adopted} {
+		"key to add": added, "key to remove": removed, "Terminating without a stage": adopted,
+		"selected node with pods": selectedWithPods, "ReadyForUpdate": ready, "agent's verdict": verdict,
+		"force-drain label": forceDrain, "Running at the in-place drain": draining, "InPlaceUpdating": updating} {
 		require.Positive(t, n, name)
 	}
 }

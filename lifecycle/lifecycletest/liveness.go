@@ -389,6 +389,14 @@ func (e *explorer) checkLiveness(rep *Report) {
 				endsString(e.expect[v]), strings.Join(e.labels(v, hops), "; "))
 		})
 	}
+	for v := range int32(n) {
+		if want := e.want[v]; want != 0 && l.reach[l.comp[v]]&want == 0 {
+			unexpected(v, func() string {
+				return fmt.Sprintf("no fault-free path ends %s, as one must from an in-place update whose agent did not "+
+					"fail; they end %s", endsString(want), endsString(l.reach[l.comp[v]]))
+			})
+		}
+	}
 	for k, v := range e.starts {
 		s := startState(e.x.Starts[k], e.x.Variants)
 		if want, got := s.wantedEnd(e.x.Variants), l.reach[l.comp[v]]; got&want == 0 {

@@ -12,7 +12,9 @@ import (
 // Start names a state an [Exploration] starts from. Besides the named
 // constants, [AdoptedStarts] lists the machines taken over from another
 // controller at every place it leaves them, and [LostWriteStarts] the
-// machines whose status lost a write.
+// machines whose status lost a write; the in-place update's exploration
+// also starts from machines found in the middle of an in-place update of
+// their node (starts_inplace.go).
 type Start uint8
 
 // The start states.
@@ -204,6 +206,9 @@ func (p Start) String() string {
 	case StartLostRunningBookkeeping:
 		return "Running machine whose bookkeeping was lost"
 	}
+	if name := inPlaceStartString(p); name != "" {
+		return name
+	}
 	if a, pid, label, ok := adoptionOf(p); ok {
 		place := a.phase.Label()
 		if a.phase == phase.None {
@@ -227,18 +232,21 @@ func (p Start) String() string {
 	return fmt.Sprintf("Start(%d)", uint8(p))
 }
 
-// allStarts returns every start state: the named ones and those of
-// AdoptedStarts.
+// allStarts returns every start state: the named ones, those of
+// AdoptedStarts and those of inPlaceStarts.
 func allStarts() []Start {
 	var out []Start
 	for p := range startNamed {
 		out = append(out, p)
 	}
-	return append(out, AdoptedStarts()...)
+	return append(append(out, AdoptedStarts()...), inPlaceStarts(0, true)...)
 }
 
 // startState returns the state a [Start] names, with variants v.
 func startState(p Start, v Variants) wState {
+	if s, ok := inPlaceStartState(p, v); ok {
+		return s
+	}
 	s := wState{now: Epoch.Add(time.Minute), obj: lifecycle.Object{Name: wName, UID: wUID, Owner: "ms",
 		CreationTime: Epoch}, oldInst: p == StartNewOverOldInstance || p == StartNewWhilePredecessorTerminates,
 		predecessor: p == StartNewWhilePredecessorTerminates, grant: true}

@@ -13,10 +13,12 @@ import (
 // The bounded world of [Explore]: one machine "machine-1" (UID "uid-1",
 // owner "ms", created at Epoch), its object, node, bootstrap token,
 // observer, limiter grant, the problems the shell may find, and the
-// provider's instances. This file holds the concrete states, what the shell
-// would pass to Step in them, and which of them are end states or break an
+// provider's instances, and the node's owner and agent in an in-place
+// update. This file holds the concrete states, what the shell would pass
+// to Step in them, and which of them are end states or break an
 // invariant; world_key.go holds their abstraction, world_driver.go the
-// provider's answers, world_events.go the successors of a state, and
+// provider's answers, world_events.go the successors of a state,
+// world_inplace.go the in-place update's part of all of these, and
 // explore.go the search.
 
 // The identity of the explored machine, its instance and its node.
@@ -129,6 +131,18 @@ type wState struct {
 	grant          bool
 	outcome        *lifecycle.Outcome // fed to the next step; nil between passes
 	steps          int                // steps in the current pass
+	// The in-place update of the own node (world_inplace.go): the
+	// owner's labels and the agent's verdict, the node's InPlaceUpdate
+	// condition (an index of inPlaceReasons, 0 for none), and whether the
+	// node is cordoned.
+	upd      lifecycle.UpdateLabels
+	ipReason uint8
+	cordoned bool
+	// What the in-place invariants watch: ReadyForUpdate written to the
+	// own node while pods a drain must remove were on it or while it was
+	// not cordoned (readyUndrained), and the agent updating such a node
+	// (agentUndrained).
+	readyUndrained, agentUndrained bool
 }
 
 // input is what the shell would pass to Step in this state.
@@ -177,6 +191,7 @@ func (s *wState) nodeObject() lifecycle.Node {
 		if s.pods != 0 {
 			n.Pods = 1
 		}
+		s.inPlaceNode(&n)
 		return n
 	case 2:
 		return lifecycle.Node{Name: wNode, ProviderID: "test:///vm-other",
@@ -188,7 +203,8 @@ func (s *wState) nodeObject() lifecycle.Node {
 // end reports whether the state is an end state: gone, or deleting with our
 // finalizer removed once the instance is gone; Running with its update applied
 // (or refused) and its metadata in sync, as the lifecycle reports it and as
-// the instance really carries it; Available; or Failed.
+// the instance really carries it, and no in-place update asked or under way
+// (inPlaceSettled); Available; or Failed.
 func (s *wState) end() bool {
 	st := &s.st
 	switch {
@@ -201,7 +217,7 @@ func (s *wState) end() bool {
 	case st.Phase == phase.Running:
 		m := lifecycle.MemberOf(&wCfg, &lifecycle.Input{Object: s.obj, Status: *st})
 		return (!m.UpdatePending() || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync() &&
-			s.inst.exists && s.metadataApplied()
+			s.inst.exists && s.metadataApplied() && s.inPlaceSettled()
 	}
 	return false
 }
@@ -214,9 +230,13 @@ func (s *wState) metadataApplied() bool {
 
 // invariant returns what the state breaks of the world's promises: one
 // instance per incarnation, never another owner's, none left once gone or
-// once our finalizer is removed, no bootstrap token left once gone, and
-// metadata never reported in sync while the instance lacks a desired key.
+// once our finalizer is removed, no bootstrap token left once gone,
+// metadata never reported in sync while the instance lacks a desired key,
+// and the in-place update's (inPlaceInvariant).
 func (s *wState) invariant() string {
+	if msg := s.inPlaceInvariant(); msg != "" {
+		return msg
+	}
 	if s.inst.exists && s.inst.owner != wUID && s.inst.owner != "" {
 		return fmt.Sprintf("an instance of another owner was made: %+v", s.inst)
 	}
@@ -284,7 +304,13 @@ func (s *wState) endKind() uint8 {
 // exists and is initialized and whose own node is healthy, past creation
 // (Pending, Running, Unknown), can only end Running: nothing fault-free
 // makes its node unhealthy or its instance vanish, so no timeout may fail
-// it. A machine already Failed stays Failed.
+// it; unless an in-place update is asked of its node or under way, where
+// an agent that stalls lets the in-place timeout and then the health
+// timeout fail it. A machine already Failed stays Failed, and so does one
+// whose in-place update the agent reported failed (InPlaceUpdating or
+// InPlaceUpdateFailed), or InPlaceUpdateFailed without the agent's success
+// while its node's condition does not tell the agent to go on: it ends
+// Failed after the health timeout.
 func (s *wState) expectedEnds(v Variants) uint8 {
 	if s.gone || !s.obj.DeletionTime.IsZero() {
 		return endGone
@@ -296,8 +322,17 @@ func (s *wState) expectedEnds(v Variants) uint8 {
 	switch s.st.Phase {
 	case phase.Failed:
 		return endFailed
+	case phase.InPlaceUpdating:
+		if s.agentFailed() {
+			return endFailed
+		}
+	case phase.InPlaceUpdateFailed:
+		if s.agentFailed() || !s.upd.Has(lifecycle.UpdateSucceeded) && s.ipReason != ipReady {
+			return endFailed
+		}
 	case phase.Pending, phase.Running, phase.Unknown:
-		if s.inst.exists && s.inst.initialized && s.node == 1 && s.healthy && v&VariantNoTargetCluster == 0 {
+		if s.inst.exists && s.inst.initialized && s.node == 1 && s.healthy && v&VariantNoTargetCluster == 0 &&
+			!s.inPlaceAsked() {
 			return up
 		}
 	}

@@ -35,6 +35,9 @@ const (
 	kindNodeReadable                  // the node readable again
 	kindObserverRecovers              // the observer recovering
 	kindGrant                         // the limiter granting
+	kindOwnerSelects                  // the node's owner selecting it for its in-place update
+	kindAgentUpdates                  // the node agent updating the node
+	kindOwnerFinishes                 // the node's owner finishing its in-place update
 	kindFault                         // an event that is a fault
 	kindCount
 )
@@ -42,7 +45,7 @@ const (
 // kindNames name the kinds, in order.
 var kindNames = [kindCount]string{"step", "time", "node registers", "node turns healthy", "volumes detach",
 	"foreign node goes", "predecessor gone", "other finalizer goes", "problem solved", "node readable",
-	"observer recovers", "grant", "fault"}
+	"observer recovers", "grant", "owner selects", "agent updates", "owner finishes", "fault"}
 
 // applyWrites carries out the decision's effects that are not a driver
 // call on the state, up to (not including) index stop. Removing our
@@ -70,7 +73,7 @@ func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
 			}
 		case lifecycle.KindDeleteNode:
 			if s.node == 1 {
-				s.node, s.volumes, s.pods, s.forcedDrain = 0, 0, 0, false
+				s.dropNode()
 			}
 		case lifecycle.KindDrain:
 			// A round: evictable pods go, and a forced one's deletion
@@ -81,6 +84,9 @@ func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
 			if s.node == 1 && e.Force {
 				s.forcedDrain = true
 			}
+		case lifecycle.KindSetNodeCondition, lifecycle.KindCordon, lifecycle.KindUncordon, lifecycle.KindLabelNode,
+			lifecycle.KindRemoveNodeLabel:
+			s.applyNodeWrite(&e)
 		}
 	}
 }
@@ -161,7 +167,7 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 		out = append(out, wTransition{f, false, kindStep, "write " + e.Kind.String() + " fails"})
 		if e.Kind == lifecycle.KindDeleteNode && f.node == 1 {
 			g := f
-			g.node, g.volumes, g.pods, g.forcedDrain = 0, 0, 0, false
+			g.dropNode()
 			g.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteNotFound, Error: "x"}
 			out = append(out, wTransition{g, false, kindStep, "write " + e.Kind.String() + " finds the node gone"})
 		}
@@ -214,21 +220,33 @@ func resultClass(r *driverapi.Result) string {
 	return r.Code.String()
 }
 
+// eventAdder gathers the events of state s that allowed lets happen.
+type eventAdder struct {
+	s       *wState
+	allowed Events
+	out     []wTransition
+}
+
+// add adds the event of kind k labelled label that f makes of the state,
+// when event e is allowed or, fair, when fair events are: fair events are
+// fault free.
+func (a *eventAdder) add(e Events, label string, fair bool, k wKind, f func(n *wState)) {
+	if a.allowed&e == 0 && !(fair && a.allowed&EventsFair != 0) {
+		return
+	}
+	n := *a.s
+	f(&n)
+	if !fair {
+		k = kindFault
+	}
+	a.out = append(a.out, wTransition{n, fair, k, label})
+}
+
 // events returns the world's events between passes; fair ones (time,
 // healing) are fault free.
 func (s *wState) events(allowed Events, v Variants) []wTransition {
-	var out []wTransition
-	add := func(e Events, label string, fair bool, k wKind, f func(n *wState)) {
-		if allowed&e == 0 && !(fair && allowed&EventsFair != 0) {
-			return
-		}
-		n := *s
-		f(&n)
-		if !fair {
-			k = kindFault
-		}
-		out = append(out, wTransition{n, fair, k, label})
-	}
+	a := &eventAdder{s: s, allowed: allowed}
+	add := a.add
 	for _, d := range []time.Duration{6 * time.Minute, 11 * time.Minute, 31 * time.Minute} {
 		add(0, "time +"+d.String(), true, kindTime, func(n *wState) { n.now = n.now.Add(d) })
 	}
@@ -248,7 +266,7 @@ func (s *wState) events(allowed Events, v Variants) []wTransition {
 			// A node without its instance never turns Ready again.
 			add(EventNodeHealth, "node health flips", !s.healthy, kindNodeHealthy, func(n *wState) { n.healthy = !n.healthy })
 		}
-		add(EventNodeGone, "node gone", false, kindFault, func(n *wState) { n.node, n.volumes, n.pods, n.forcedDrain = 0, 0, 0, false })
+		add(EventNodeGone, "node gone", false, kindFault, func(n *wState) { n.dropNode() })
 		if s.pods == 1 || s.pods == 2 {
 			add(EventDrainBlocked, "the drain is blocked", false, kindFault, func(n *wState) { n.pods++ })
 		}
@@ -313,5 +331,6 @@ func (s *wState) events(allowed Events, v Variants) []wTransition {
 	add(EventNodeUnreadable, "node readable flips", s.nodeReadFailed, kindNodeReadable, func(n *wState) { n.nodeReadFailed = !n.nodeReadFailed })
 	add(EventObserver, "observer flips", s.degraded, kindObserverRecovers, func(n *wState) { n.degraded, n.obsSince = !n.degraded, n.now })
 	add(EventGrant, "grant flips", !s.grant, kindGrant, func(n *wState) { n.grant = !n.grant })
-	return out
+	s.inPlaceEvents(a, v)
+	return a.out
 }

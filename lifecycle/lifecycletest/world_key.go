@@ -35,10 +35,15 @@ type wKey struct {
 	stMeta    wMeta // the observed metadata (Status.Metadata)
 	instMeta  wMeta // the instance's
 	wantMeta  wMeta // the desired metadata (Object.Metadata)
+	// The in-place update: the node's labels, its InPlaceUpdate
+	// condition's reason and the one the status mirrors (indices of
+	// inPlaceReasons).
+	upd                lifecycle.UpdateLabels
+	ipReason, stReason uint8
 
-	failCreate, failHealth, failDelete, failUpdate, failMetadata bool
-	providerID, nodeName, ownerIsUID, applied, rejected          bool
-	observed, observedStale, creating                            bool
+	failCreate, failHealth, failDelete, failUpdate, failMetadata, failDrain bool
+	providerID, nodeName, ownerIsUID, applied, rejected                     bool
+	observed, observedStale, creating                                       bool
 
 	finalizer, deleting, force, nodeLabel, specPID, priority, gone, held, token bool
 
@@ -47,10 +52,17 @@ type wKey struct {
 	// creationFrom: 0 unset, 1 ahead (a wait for the predecessor), 2 passed.
 	creationFrom uint8
 
-	pastCreation, pastHealth, pastDrain, pastPredecessor, retryWait, observerSince, midPass bool
+	pastCreation, pastHealth, pastDrain, pastPredecessor, retryWait, retrySet, observerSince, midPass bool
 	// The drain under way: its next round due, its forced timeout and its
 	// eviction rounds passed.
 	drainRoundDue, pastForcedDrain, pastDrainRounds bool
+	// The in-place update: the node cordoned, the force-drain label, the
+	// drain before the update past its timeout, the in-place timeout
+	// passed, and the in-place invariants' notes.
+	cordoned, forceDrain, pastInPlaceDrain, pastInPlace, readyUndrained, agentUndrained bool
+	// ownGeneration: the machine's spec asks an in-place update generation
+	// its status does not record.
+	ownGeneration bool
 
 	out wOutcomeKey
 }
@@ -86,7 +98,7 @@ func (s *wState) key() wKey {
 		updateGeneration: o.UpdateGeneration, attempt: st.Attempt, flags: st.Flags, phase: st.Phase, stage: st.Stage,
 		node: uint8(s.node), volumes: s.volumes, pods: s.pods, forced: s.forcedDrain, problem: s.problem, stMeta: metaOf(st.Metadata), instMeta: in.meta,
 		failCreate: st.Failures.Create > 0, failHealth: st.Failures.Health > 0, failDelete: st.Failures.Delete > 0,
-		failUpdate: st.Failures.Update > 0, failMetadata: st.Failures.Metadata > 0,
+		failUpdate: st.Failures.Update > 0, failMetadata: st.Failures.Metadata > 0, failDrain: st.Failures.Drain > 0,
 		providerID: st.ProviderID != "", nodeName: st.NodeName != "", ownerIsUID: st.OwnerUID == o.UID,
 		applied: st.AppliedGeneration == o.UpdateGeneration, rejected: st.RejectedGeneration == o.UpdateGeneration,
 		observed:      st.MetadataObserved != 0,
@@ -103,12 +115,27 @@ func (s *wState) key() wKey {
 		pastDrain:    !o.DeletionTime.IsZero() && n.Sub(lifecycle.StampOf(o.DeletionTime)) >= wCfg.DrainTimeout,
 		// The bound of the wait for the predecessor: the drain timeout.
 		pastPredecessor: s.predecessor && n.Sub(lifecycle.StampOf(o.CreationTime)) >= wCfg.DrainTimeout,
-		retryWait:       st.RetryAfter > n, observerSince: obs != 0, midPass: s.steps > 0,
+		retryWait:       st.RetryAfter > n, retrySet: st.RetryAfter != 0, observerSince: obs != 0, midPass: s.steps > 0,
+		upd: s.upd, ipReason: s.ipReason, stReason: statusReason(st), cordoned: s.cordoned,
+		forceDrain: o.ForceDrain, readyUndrained: s.readyUndrained, agentUndrained: s.agentUndrained,
+		ownGeneration: o.InPlaceGeneration != st.InPlaceGeneration,
 	}
 	if st.Flags.Has(lifecycle.FlagDraining) {
 		k.drainRoundDue = after(st.StageSince, wCfg.EvictRetryInterval)
 		k.pastForcedDrain = after(st.StageSince, wCfg.ForcedDrainTimeout)
 		k.pastDrainRounds = after(st.StageSince, time.Duration(min(wCfg.MaxEvictRetries, int32(wCfg.DrainTimeout/wCfg.EvictRetryInterval)))*wCfg.EvictRetryInterval)
+	}
+	if k.deleting {
+		// Deletion reads nothing of the in-place update, and the node's
+		// owner and agent leave the node of a deleted machine alone.
+		k.upd, k.ipReason, k.stReason, k.cordoned, k.forceDrain, k.ownGeneration = 0, 0, 0, false, false, false
+	}
+	switch {
+	case st.Stage == lifecycle.StageInPlaceDrain:
+		// The drain's timeout counts from the stage's start.
+		k.pastInPlaceDrain = after(st.StageSince, wCfg.DrainTimeout)
+	case st.Phase == phase.InPlaceUpdating:
+		k.pastInPlace = after(base(st.PhaseSince), wCfg.InPlaceUpdateTimeout)
 	}
 	switch {
 	case st.CreationFrom > n:
