@@ -140,6 +140,17 @@ var sections = []section{
 		intro: "Rules `metadata.*` (`lifecycle/metadata.go`). Metadata never moves the place either, so the place is refined " +
 			"by the metadata's state: in sync (`lifecycle.MemberOf(...).MetadataInSync()`), else a patch not yet verified " +
 			"(`FlagMetadataUnverified`), else differing."},
+	{title: "In-place update", prefixes: []string{"inplace."},
+		intro: "Rules `inplace.*` (`lifecycle/inplace.go`): the node's InPlaceUpdate condition kept in line with its " +
+			"owner's labels, the drain of a Running machine's node selected for an update (the stage `in-place-drain`), " +
+			"ReadyForUpdate told to the node agent only once the node is drained, the agent's verdict and the in-place " +
+			"timeout. The phases after the verdict end in Running or Failed by the health flow. The rules listed as never " +
+			"reached are reached only by `lifecycletest.KnownIssueExplorations`: by an agent that reports failure, and " +
+			"by an update asked through the machine's spec."},
+	{title: "Preservation", prefixes: []string{"preserve."},
+		intro: "Rules `preserve.*` (`lifecycle/preserve.go`, `lifecycle/autopreserve.go`, and the drain of a kept node " +
+			"in `lifecycle/keepdrain.go`): a machine and its node kept for diagnosis until the preservation expires. " +
+			"The explorations ask no preservation; its rules are listed as never reached."},
 	{title: "Dispatch, outcomes and input checks", prefixes: []string{"dispatch.", "outcome.", "input."},
 		intro: "Rules `dispatch.*`, `outcome.*` and `input.*` (`lifecycle/step.go`), which every flow passes through."},
 }
@@ -248,9 +259,10 @@ draws every decision made.
   identity, and drop a metadata key; an instance that may vanish out of band; one node name, held by the
   instance's node, which outlives its instance until deleted and has one volume attached, or by a stale
   node of another instance; an object that another controller's finalizer may hold; the problems the shell
-  may find; machines another controller ran or was deleting. What it never shows, the diagrams do not show.
-  The model check leaves out what ` + "`lifecycletest.KnownIssueExplorations`" + ` lists, where the lifecycle
-  breaks liveness today.
+  may find; machines another controller ran or was deleting; the node's owner, which asks an in-place update
+  of it, and its node agent, which performs it, succeeding or stalling, and machines found in the middle of
+  one. What it never shows, the diagrams do not show. The model check leaves out what
+  ` + "`lifecycletest.KnownIssueExplorations`" + ` lists, where the lifecycle breaks a promise or liveness today.
 
 The explorations:
 
