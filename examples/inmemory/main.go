@@ -44,7 +44,7 @@ import (
 )
 
 func main() {
-	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-blocked, no-node, update, replace or all")
+	scenario := flag.String("scenario", "all", "happy, init-fails, crash, delete, drain-blocked, no-node, update, replace, in-place, preserve or all")
 	quiet := flag.Bool("quiet", false, "print only each scenario's summary")
 	flag.Parse()
 	var out io.Writer = os.Stdout
@@ -83,10 +83,13 @@ type scenario struct {
 func running(c *memworld.Cluster) bool { return c.Machine.Status.Phase == phase.Running }
 
 // synced reports whether the machine's hot update is applied (or the
-// machine needs replacement) and its instance metadata in sync.
+// machine needs replacement), its instance metadata in sync, the in-place
+// update asked done, and a preservation asked begun.
 func synced(cfg *lifecycle.Config, c *memworld.Cluster) bool {
-	m := lifecycle.MemberOf(cfg, &lifecycle.Input{Object: c.Machine.Object, Status: c.Machine.Status})
-	return (!m.UpdatePending() || c.Machine.Status.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync()
+	o, st := &c.Machine.Object, &c.Machine.Status
+	m := lifecycle.MemberOf(cfg, &lifecycle.Input{Object: *o, Status: *st})
+	return (!m.UpdatePending() || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync() &&
+		st.InPlaceGeneration == o.InPlaceGeneration && (o.Preserve != lifecycle.PreserveNow || st.PreserveUntil != 0)
 }
 
 var scenarios = map[string]scenario{
@@ -129,6 +132,15 @@ var scenarios = map[string]scenario{
 				Message: "the machine type cannot change on a running instance"}, 1)
 		},
 		change: func(c *memworld.Cluster) { c.Machine.Object.UpdateGeneration = 2 },
+	},
+	"in-place": {
+		about: "the spec asks in-place generation 1: the node is labelled, drained, updated by its agent, given back",
+		setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) { c.Agent = true },
+		change: func(c *memworld.Cluster) { c.Machine.Object.InPlaceGeneration = 1 },
+	},
+	"preserve": {
+		about:  "the machine is annotated preserve=now: kept until its expiry, its node kept from the autoscaler",
+		change: func(c *memworld.Cluster) { c.Machine.Object.Preserve = lifecycle.PreserveNow },
 	},
 	"no-node": {
 		about: "a machine whose node never registered is deleted while Pending",
@@ -184,8 +196,9 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 			changed = true
 			s.change(c)
 			if !quiet {
-				fmt.Fprintf(w, "\n[+%s] the machine's spec changes: generation %d, metadata %v\n", now.Sub(t0),
-					c.Machine.Object.UpdateGeneration, c.Machine.Object.Metadata)
+				o := &c.Machine.Object
+				fmt.Fprintf(w, "\n[+%s] the machine's spec changes: generation %d, metadata %v, in-place generation %d, preserve %q\n",
+					now.Sub(t0), o.UpdateGeneration, o.Metadata, o.InPlaceGeneration, o.Preserve)
 			}
 		}
 		if s.deleteWhen != nil && c.Machine.Object.DeletionTime.IsZero() && s.deleteWhen(c) {
@@ -228,7 +241,8 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 		if !quiet {
 			fmt.Fprintf(w, "  requeue after %s\n", res.Requeue)
 		}
-		settled := c.Machine.Status.Phase == phase.Running && last.Rule == lifecycle.RuleHealthy
+		settled := c.Machine.Status.Phase == phase.Running &&
+			(last.Rule == lifecycle.RuleHealthy || last.Rule == lifecycle.RuleMetadataSynced)
 		if s.deleteWhen == nil && settled && (s.change == nil || changed && c.Machine.Saves > 0 && synced(&cfg, c)) {
 			break
 		}
@@ -242,7 +256,7 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 	case s.deleteWhen != nil:
 		r.ok = r.gone && r.creates == 1 && len(p.Instances()) == 0 && len(c.Nodes) == 0
 	case s.change != nil:
-		r.ok = r.phase == phase.Running && r.creates == 1 && synced(&cfg, c)
+		r.ok = r.phase == phase.Running && r.creates == 1 && synced(&cfg, c) && nodesFree(c)
 	default:
 		r.ok = r.phase == phase.Running && r.creates == 1
 	}
@@ -254,6 +268,17 @@ func run(w io.Writer, name string, s scenario, quiet bool) result {
 		name, end, r.elapsed, r.passes, r.creates, c.Machine.Saves, strings.Join(c.Events, ", "))
 	fmt.Fprintf(w, "    last operation: %q\n\n", lifecycle.Describe(&c.Machine.Status, c.Machine.Object.Name))
 	return r
+}
+
+// nodesFree reports whether the world's nodes are given back to their
+// workloads: schedulable, without a label of the in-place update.
+func nodesFree(c *memworld.Cluster) bool {
+	for _, n := range c.Nodes {
+		if n.Unschedulable || lifecycle.UpdateLabelsOf(n.Labels) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // printer prints every decision of a pass: it is the pass's Observer.

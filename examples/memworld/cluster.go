@@ -43,6 +43,13 @@ type Node struct {
 	Finalizer bool
 	// Terminating is the reason of the Terminating condition, "" if unset.
 	Terminating string
+	// Written are the conditions the lifecycle wrote other than
+	// Terminating (InPlaceUpdate, Preserved), by type; the node reports
+	// them with its own.
+	Written map[string]lifecycle.Condition
+	// Annotations holds annotations the lifecycle writes (the cluster
+	// autoscaler's, when it preserves the machine).
+	Annotations map[string]string
 	// VolumeAttachments counts live VolumeAttachments of the node.
 	VolumeAttachments int
 }
@@ -66,6 +73,10 @@ type Cluster struct {
 	FailDrains int
 	// NoNodes keeps instances from ever registering nodes.
 	NoNodes bool
+	// Agent plays the node agent of the in-place update: a node whose
+	// InPlaceUpdate condition says ReadyForUpdate is updated within the
+	// next Tick, and labelled update-result=successful.
+	Agent bool
 
 	now time.Time
 }
@@ -108,9 +119,13 @@ func (c *Cluster) Tick(now time.Time) {
 		if !ok {
 			n = &Node{Node: lifecycle.Node{Name: i.NodeName, ProviderID: i.ProviderID,
 				Taints: lifecycle.InstanceNotReady}, Labels: map[string]string{}, Finalizer: true,
-				VolumeAttachments: 1}
+				VolumeAttachments: 1, Written: map[string]lifecycle.Condition{}, Annotations: map[string]string{}}
 			n.VolumesAttached, n.Pods = 1, 3 // workloads land on it
 			c.Nodes[i.NodeName] = n
+		}
+		if c.Agent && n.Written[lifecycle.ConditionInPlaceUpdate].Reason == lifecycle.ReasonReadyForUpdate &&
+			n.Labels[lifecycle.UpdateResultLabel] == "" {
+			n.Labels[lifecycle.UpdateResultLabel] = lifecycle.UpdateResultSuccessful
 		}
 		ready := now.Sub(i.Created) >= c.BootDelay+c.ReadyDelay
 		status := lifecycle.ConditionFalse
@@ -181,6 +196,17 @@ func (c *Cluster) findNode() lifecycle.Node {
 func (c *Cluster) view(n *Node) lifecycle.Node {
 	v := n.Node
 	v.MachineName = n.Labels[lifecycle.MachineNameLabel]
+	v.Update = lifecycle.UpdateLabelsOf(n.Labels)
+	v.Unschedulable = n.Unschedulable
+	v.ScaleDownDisabled = n.Annotations[lifecycle.ScaleDownDisabledByAnnotation] == "true"
+	if len(n.Written) > 0 {
+		v.Conditions = append([]lifecycle.Condition(nil), v.Conditions...)
+		for _, typ := range []string{lifecycle.ConditionInPlaceUpdate, lifecycle.ConditionPreserved} {
+			if cond, ok := n.Written[typ]; ok {
+				v.Conditions = append(v.Conditions, cond)
+			}
+		}
+	}
 	return v
 }
 
@@ -221,12 +247,32 @@ func (c *Cluster) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 	case lifecycle.KindDeleteBootstrapToken:
 		delete(c.Tokens, e.Value)
 	case lifecycle.KindSetNodeCondition:
-		if n, ok := c.Nodes[e.Node]; ok {
+		n, ok := c.Nodes[e.Node]
+		switch {
+		case !ok:
+		case e.Key == lifecycle.ConditionTerminating:
 			n.Terminating = e.Value
+		default:
+			n.Written[e.Key] = lifecycle.Condition{Type: e.Key, Status: e.Status, Reason: e.Value, Message: e.Message,
+				Since: lifecycle.StampOf(c.now)}
 		}
-	case lifecycle.KindCordon:
+	case lifecycle.KindCordon, lifecycle.KindUncordon:
 		if n, ok := c.Nodes[e.Node]; ok {
-			n.Unschedulable = true
+			n.Unschedulable = e.Kind == lifecycle.KindCordon
+		}
+	case lifecycle.KindRemoveNodeLabel:
+		if n, ok := c.Nodes[e.Node]; ok {
+			delete(n.Labels, e.Key)
+		}
+	case lifecycle.KindAnnotateNode:
+		n, ok := c.Nodes[e.Node]
+		if !ok {
+			return lifecycle.WriteNotFound, fmt.Errorf("nodes %q not found", e.Node)
+		}
+		n.Annotations[e.Key] = e.Value
+	case lifecycle.KindRemoveNodeAnnotation:
+		if n, ok := c.Nodes[e.Node]; ok {
+			delete(n.Annotations, e.Key)
 		}
 	case lifecycle.KindDrain:
 		n, ok := c.Nodes[e.Node]
