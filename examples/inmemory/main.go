@@ -134,8 +134,8 @@ var scenarios = map[string]scenario{
 		change: func(c *memworld.Cluster) { c.Machine.Object.UpdateGeneration = 2 },
 	},
 	"in-place": {
-		about: "the spec asks in-place generation 1: the node is labelled, drained, updated by its agent, given back",
-		setup: func(_ *lifecycletest.Provider, c *memworld.Cluster) { c.Agent = true },
+		about:  "the spec asks in-place generation 1: the node is labelled, drained, updated by its agent, given back",
+		setup:  func(_ *lifecycletest.Provider, c *memworld.Cluster) { c.Agent = true },
 		change: func(c *memworld.Cluster) { c.Machine.Object.InPlaceGeneration = 1 },
 	},
 	"preserve": {
