@@ -74,11 +74,11 @@ func (x *decider) health() {
 			x.inPlaceUpdated(n)
 			return
 		}
-		x.syncInPlace(n)
+		x.syncInPlaceNamed(n, named)
 		x.unhealthy(named)
 	case phase.Unknown:
 		if x.in.Node.Update != 0 {
-			x.syncInPlace(n)
+			x.syncInPlaceNamed(n, named)
 		}
 		x.unhealthy(named)
 	default:
@@ -101,10 +101,13 @@ func (x *decider) judgeHealth(n *Node) Rule {
 	case healthy && st.Phase != phase.Running && st.Phase != phase.InPlaceUpdating &&
 		st.Phase != phase.InPlaceUpdateFailed &&
 		!(st.Phase == phase.Pending && n.Taints.Has(CriticalComponentsNotReady)) &&
+		!(st.Phase == phase.Failed && st.LastOp.Type == lastop.TypeInPlaceUpdate) &&
 		st.ProviderID != "" && !st.Stage.ofCreation():
 		// H3: the node is healthy; never Running without a recorded
 		// instance that was initialized (the startup taint stays on its
-		// node until then).
+		// node until then), nor after a failed in-place update, which
+		// Failed ends: its node stays as the update left it, for the
+		// owner to replace the machine.
 		return x.becomeRunning()
 	case n != nil && !healthy && (st.Phase == phase.Running || st.Phase == phase.InPlaceUpdateSuccessful):
 		// H4: the node is unhealthy. MCM leaves an InPlaceUpdateSuccessful

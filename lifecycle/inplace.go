@@ -42,26 +42,32 @@ func inPlaceReason(n *Node) string {
 }
 
 // inPlaceWant returns the InPlaceUpdate reason node n's labels call for
-// when its condition says reason (MCM's rows U2-U8, in their order), or ""
-// when the condition is as it should be.
+// when its condition says reason (MCM's rows U2-U8, the agent's verdict
+// first), or "" when the condition is as it should be.
 func inPlaceWant(n *Node, reason string) string {
 	u := n.Update
-	verdict := u&(UpdateSucceeded|UpdateFailed) != 0
 	switch {
 	case !u.Has(UpdateCandidate):
 		return "" // U2
-	case reason == "" || reason == ReasonUpdateSuccessful && !verdict:
+	case u.Has(UpdateSucceeded):
+		// U6, before the rows of the selection: a verdict that the
+		// condition does not say yet (a machine taken over before it
+		// did) must reach the owner, who waits for it.
+		if reason != ReasonUpdateSuccessful {
+			return ReasonUpdateSuccessful
+		}
+		return ""
+	case u.Has(UpdateFailed):
+		if reason != ReasonUpdateFailed {
+			return ReasonUpdateFailed // U7
+		}
+		return ""
+	case reason == "" || reason == ReasonUpdateSuccessful:
 		return ReasonCandidateForUpdate // U3
 	case u.Has(UpdateSelected) && reason == ReasonCandidateForUpdate:
 		return ReasonSelectedForUpdate // U4
-	case u.Has(UpdateSelected) && reason == ReasonSelectedForUpdate:
-		return "" // U5: the drain follows
-	case u.Has(UpdateSucceeded) && reason != ReasonUpdateSuccessful:
-		return ReasonUpdateSuccessful // U6
-	case u.Has(UpdateFailed) && !u.Has(UpdateSucceeded) && reason != ReasonUpdateFailed:
-		return ReasonUpdateFailed // U7
 	}
-	return "" // U8
+	return "" // U5 (the drain follows), U8
 }
 
 // selected reports whether node n's labels select it for an update the
@@ -103,6 +109,14 @@ func (x *decider) syncInPlace(n *Node) bool {
 	return true
 }
 
+// syncInPlaceNamed is syncInPlace for a decision that health already
+// named by named (a change of phase): the decision keeps that name.
+func (x *decider) syncInPlaceNamed(n *Node, named Rule) {
+	if x.syncInPlace(n) && named != RuleNone {
+		x.rule(named)
+	}
+}
+
 // inPlace runs the in-place update of a Running machine whose node n is in
 // line (nil when it has none), after health: the drain under way, or the
 // drain of a node just selected, or the condition's sync. It reports
@@ -124,7 +138,7 @@ func (x *decider) inPlace(n *Node) bool {
 	if n == nil {
 		return false
 	}
-	if x.in.Object.InPlaceGeneration != st.InPlaceGeneration && x.ownUpdate(n) {
+	if x.in.Object.InPlaceGeneration != 0 && x.ownUpdate(n) {
 		return true
 	}
 	if reason := inPlaceReason(n); selectedForUpdate(n, reason) {
@@ -174,14 +188,20 @@ func (x *decider) inPlaceDrained(n *Node) {
 // condition does not say it (I4) and a wait (I3).
 func (x *decider) inPlaceUpdating(n *Node) {
 	st := x.st
+	reason := ""
+	if n != nil {
+		reason = inPlaceReason(n)
+	}
 	switch {
-	case n != nil && n.Update.Has(UpdateSucceeded):
+	case n != nil && (n.Update.Has(UpdateSucceeded) || reason == ReasonUpdateSuccessful):
+		// H5; the condition says the verdict too once it was read, when
+		// the owner took the labels off before the lifecycle saw them.
 		x.inPlaceUpdated(n)
-	case n != nil && n.Update.Has(UpdateFailed):
+	case n != nil && (n.Update.Has(UpdateFailed) || reason == ReasonUpdateFailed):
 		x.rule(RuleInPlaceFailed)
 		if x.become(phase.InPlaceUpdateFailed, RuleInPlaceFailed, &lastop.Operation{Type: lastop.TypeInPlaceUpdate,
 			State: lastop.StateFailed, Desc: lastop.DescInPlaceUpdateFailed, Detail: boundDetail(n.UpdateFailedReason)}) &&
-			inPlaceReason(n) != ReasonUpdateFailed {
+			reason != ReasonUpdateFailed {
 			x.inPlaceCondition(n, ReasonUpdateFailed) // U7
 		}
 		x.requeue(retry.Short)
@@ -190,18 +210,27 @@ func (x *decider) inPlaceUpdating(n *Node) {
 		x.become(phase.InPlaceUpdateFailed, RuleInPlaceTimeout, &lastop.Operation{Type: lastop.TypeInPlaceUpdate,
 			State: lastop.StateFailed, Desc: lastop.DescInPlaceTimeout, Elapsed: x.cfg.inPlaceUpdateTimeout(&x.in.Object)})
 		x.requeue(retry.Short)
-	case n != nil && inPlaceReason(n) != ReasonReadyForUpdate && x.in.Outcome == nil:
-		// I4: the phase proves the drain; the condition lost or never got
-		// the word (a write that failed, MCM's DrainSuccessful).
+	case n != nil && reason != ReasonReadyForUpdate && x.in.Outcome == nil && stillDrained(n):
+		// I4: the condition lost or never got the word (a write that
+		// failed, MCM's DrainSuccessful), on the node the lifecycle
+		// drained: still selected, cordoned, without pods.
 		x.rule(RuleInPlaceReady)
 		x.inPlaceCondition(n, ReasonReadyForUpdate)
 		x.requeue(retry.Medium)
 	default:
 		// I3, I1: the agent works; its verdict is a node change, which
-		// the shell sees; the timeout wakes the machine at the latest.
+		// the shell sees; the timeout wakes the machine at the latest. A
+		// node that is no longer the one drained (a new node object,
+		// uncordoned, with pods) is not told again: the update times out.
 		x.rule(RuleInPlaceWaitAgent)
 		x.requeue(retry.Medium)
 	}
+}
+
+// stillDrained reports whether node n is still as the drain before its
+// update left it: selected, cordoned, and without pods a drain removes.
+func stillDrained(n *Node) bool {
+	return selected(n) && n.Unschedulable && n.Pods <= 0
 }
 
 // inPlaceUpdated is H5: the agent updated the node of an InPlaceUpdating
@@ -224,31 +253,41 @@ func (x *decider) noInPlace() bool {
 	return x.in.Node.Update == 0 && x.st.Stage != StageInPlaceDrain && x.in.Object.InPlaceGeneration == x.st.InPlaceGeneration
 }
 
-// ownUpdate plays the owner's part of the protocol for a machine whose
-// object asks an in-place update generation its node is not at, at the
-// start of a pass: it labels the node candidate and selected when it
-// carries no label of the protocol; once the agent's success brought the
-// machine Running again (the condition says UpdateSuccessful), it records
-// the generation, takes the labels off and uncordons the node. It reports
-// whether it emitted writes. A failed update is left as it is: the machine
-// ends Failed and is replaced.
+// ownUpdate plays the owner's part of the protocol for a shell that asks
+// in-place updates through the object (Object.InPlaceGeneration), at the
+// start of a pass. While the object asks a generation the node is not at
+// and the node gives no verdict, it labels the node candidate and
+// selected, again while a label is missing (a write of the two that
+// failed). Once the agent's success brought the machine Running again
+// (the condition says UpdateSuccessful), it records the generation,
+// uncordons the node and takes the labels off, again at each pass while
+// the labels are there, so a write of them that failed is made again. It
+// reports whether it emitted writes. A failed update is left as it is:
+// the machine ends Failed and is replaced.
 func (x *decider) ownUpdate(n *Node) bool {
 	if x.in.Outcome != nil {
 		return false
 	}
-	u := n.Update
+	st, u := x.st, n.Update
 	switch {
-	case u == 0:
-		x.rule(RuleInPlaceRequest)
-		x.nodeEffect(KindLabelNode, n.Name, CandidateForUpdateLabel, "true")
-		x.nodeEffect(KindLabelNode, n.Name, SelectedForUpdateLabel, "true")
 	case u.Has(UpdateSucceeded) && inPlaceReason(n) == ReasonUpdateSuccessful:
 		x.rule(RuleInPlaceDone)
-		set(x, &x.st.InPlaceGeneration, x.in.Object.InPlaceGeneration)
+		set(x, &st.InPlaceGeneration, x.in.Object.InPlaceGeneration)
+		if n.Unschedulable {
+			x.nodeEffect(KindUncordon, n.Name, "", "")
+		}
 		x.nodeEffect(KindRemoveNodeLabel, n.Name, CandidateForUpdateLabel, "")
 		x.nodeEffect(KindRemoveNodeLabel, n.Name, SelectedForUpdateLabel, "")
 		x.nodeEffect(KindRemoveNodeLabel, n.Name, UpdateResultLabel, "")
-		x.nodeEffect(KindUncordon, n.Name, "", "")
+	case x.in.Object.InPlaceGeneration != st.InPlaceGeneration && u&(UpdateSucceeded|UpdateFailed) == 0 &&
+		!u.Has(UpdateCandidate|UpdateSelected):
+		x.rule(RuleInPlaceRequest)
+		if !u.Has(UpdateCandidate) {
+			x.nodeEffect(KindLabelNode, n.Name, CandidateForUpdateLabel, "true")
+		}
+		if !u.Has(UpdateSelected) {
+			x.nodeEffect(KindLabelNode, n.Name, SelectedForUpdateLabel, "true")
+		}
 	default:
 		return false
 	}

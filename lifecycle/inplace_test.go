@@ -56,6 +56,7 @@ func updatingPhaseInput(labels lifecycle.UpdateLabels, reason string) lifecycle.
 	in.Status.Phase = phase.InPlaceUpdating
 	in.Status.PhaseSince = lifecycle.StampOf(in.Now.Add(-5 * time.Minute))
 	in.Status.LastOp = lastop.Operation{Type: lastop.TypeInPlaceUpdate, State: lastop.StateProcessing, Desc: lastop.DescInPlaceUpdating}
+	in.Node.Unschedulable = true // as the drain left it
 	return in
 }
 
@@ -365,6 +366,41 @@ func TestInPlaceReadyOnlyAfterTheDrain(t *testing.T) {
 	}
 }
 
+// What a machine found mid-update, or whose world moved under it, does:
+// the agent is told ReadyForUpdate only on the node the lifecycle drained,
+// a verdict the condition says counts, a failed update stays Failed.
+func TestInPlaceFromEveryState(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	t.Run("InPlaceUpdating on a node object made anew (not cordoned, pods): not told again", func(t *testing.T) {
+		in := updatingPhaseInput(0, "")
+		in.Node.Unschedulable, in.Node.Pods = false, 3
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceWaitAgent, d.Rule)
+		require.Empty(t, d.Lines())
+	})
+	t.Run("InPlaceUpdating, the owner finished before the verdict was read: the condition's verdict counts", func(t *testing.T) {
+		in := updatingPhaseInput(0, lifecycle.ReasonUpdateSuccessful)
+		in.Node.Unschedulable = false
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceUpdated, d.Rule)
+		require.Equal(t, phase.InPlaceUpdateSuccessful, d.Status.Phase)
+		require.NotContains(t, d.Lines(), conditionLine(lifecycle.ReasonReadyForUpdate))
+	})
+	t.Run("Failed after a failed in-place update, its node healthy: stays Failed", func(t *testing.T) {
+		in := inPlaceInput(candidate|lifecycle.UpdateFailed, lifecycle.ReasonUpdateFailed)
+		in.Status.Phase = phase.Failed
+		in.Status.LastOp = lastop.Operation{Type: lastop.TypeInPlaceUpdate, State: lastop.StateFailed, Desc: lastop.DescHealthConfirmed}
+		d := step(t, cfg, in)
+		require.Equal(t, phase.Failed, d.Status.Phase)
+		require.Equal(t, lifecycle.RuleAwaitReplacement, d.Rule)
+	})
+	t.Run("Running after a success the condition does not say: UpdateSuccessful first", func(t *testing.T) {
+		in := inPlaceInput(selected|lifecycle.UpdateSucceeded, lifecycle.ReasonSelectedForUpdate)
+		d := step(t, cfg, in)
+		require.Equal(t, []string{conditionLine(lifecycle.ReasonUpdateSuccessful)}, d.Lines())
+	})
+}
+
 // How the update meets the other flows: deletion wins at any point, the
 // update wins over a hot update, and the phases after the verdict end in
 // Running or, through the health timeout, Failed.
@@ -467,16 +503,30 @@ func TestInPlaceOwnRequest(t *testing.T) {
 			"label-node node-vm-1 " + lifecycle.SelectedForUpdateLabel + "=true"}, d.Lines())
 		require.False(t, d.Changed)
 	})
-	t.Run("done: recorded, labels off, uncordoned", func(t *testing.T) {
+	t.Run("done: recorded, uncordoned, labels off", func(t *testing.T) {
 		in := inPlaceInput(selected|lifecycle.UpdateSucceeded, lifecycle.ReasonUpdateSuccessful)
+		in.Node.Unschedulable = true
 		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RuleInPlaceDone, d.Rule)
 		require.Equal(t, int64(2), d.Status.InPlaceGeneration)
-		require.Equal(t, []string{"event Normal InPlaceUpdated (inplace.done)",
+		require.Equal(t, []string{"event Normal InPlaceUpdated (inplace.done)", "uncordon node-vm-1",
 			"remove-node-label node-vm-1 " + lifecycle.CandidateForUpdateLabel,
 			"remove-node-label node-vm-1 " + lifecycle.SelectedForUpdateLabel,
-			"remove-node-label node-vm-1 " + lifecycle.UpdateResultLabel, "uncordon node-vm-1"}, d.Lines())
+			"remove-node-label node-vm-1 " + lifecycle.UpdateResultLabel}, d.Lines())
+		// A write of them that failed: made again at the next pass, though
+		// the generation is recorded.
+		in.Status = d.Status
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceDone, d.Rule)
+		require.Contains(t, d.Lines(), "remove-node-label node-vm-1 "+lifecycle.UpdateResultLabel)
+	})
+	t.Run("a request written in part is completed", func(t *testing.T) {
+		in := inPlaceInput(candidate, "")
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceRequest, d.Rule)
+		require.Equal(t, []string{"label-node node-vm-1 " + lifecycle.SelectedForUpdateLabel + "=true"}, d.Lines())
 	})
 	t.Run("the generation asked is the one the node is at: nothing", func(t *testing.T) {
 		in := inPlaceInput(0, "")

@@ -136,17 +136,7 @@ func flowRule(r lifecycle.Rule) bool {
 // lifecycletest.KnownIssueExplorations holds back until the lifecycle is
 // fixed; TestModelCheck fails when a listed rule is reached, so the list
 // stays honest.
-var unreachableFlowRules = map[lifecycle.Rule]string{
-	lifecycle.RuleInPlaceFailed: "only an agent that reports failure reaches it, and past it the machine ends Running " +
-		"with the failed update (lifecycletest.KnownIssueExplorations, \"in-place update with an agent that may " +
-		"fail\"); covered by TestInPlaceRows",
-	lifecycle.RuleInPlaceRequest: "only an update asked through the machine's spec reaches it, and a request written " +
-		"in part is never completed (lifecycletest.KnownIssueExplorations, \"in-place update asked through the " +
-		"machine's spec\"); covered by TestInPlaceOwnRequest",
-	lifecycle.RuleInPlaceDone: "only an update asked through the machine's spec reaches it, and an end written in " +
-		"part is never asked again (lifecycletest.KnownIssueExplorations, \"in-place update asked through the " +
-		"machine's spec\"); covered by TestInPlaceOwnRequest",
-}
+var unreachableFlowRules = map[lifecycle.Rule]string{}
 
 // rulesOf returns the rules an exploration's decisions named, as their
 // rule or as the rule of the effects they carry (a rule a decision went on

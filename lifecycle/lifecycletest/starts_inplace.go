@@ -30,30 +30,31 @@ type inPlacePlace struct {
 	// lost says what a start of the lifecycle's own bookkeeping lost, for
 	// its name.
 	lost string
-	// issue is the known issue of the lifecycle the start runs into, 0
-	// for none (see KnownIssueExplorations).
+	// issue is the group of starts the start belongs to: a situation the
+	// lifecycle once got wrong (CHANGELOG.md), explored on its own; 0 for
+	// none.
 	issue uint8
 }
 
-// The known issues of the lifecycle that in-place starts run into; each
-// has its exploration in KnownIssueExplorations.
+// The groups of in-place starts that each reproduce a situation the
+// lifecycle once got wrong; each has its exploration in Explorations.
 const (
 	// issueReadyAgain: an InPlaceUpdating machine whose node's condition
-	// does not say ReadyForUpdate is told it again (I1, I4), also once the
-	// node is no longer drained: its owner finished the update, which the
-	// condition UpdateSuccessful told it, before the lifecycle read the
-	// agent's verdict.
+	// does not say ReadyForUpdate, found once its owner finished the
+	// update (which the condition UpdateSuccessful told it) before the
+	// lifecycle read the agent's verdict: the lifecycle once told it
+	// ReadyForUpdate again, the node no longer drained.
 	issueReadyAgain uint8 = iota + 1
 	// issueFailedRunning: the agent reported the update failed; the
-	// machine, InPlaceUpdateFailed, is Failed past its health timeout, and
-	// at once Running again as its node is healthy (H3), for ever, its
-	// node cordoned and labelled.
+	// machine, InPlaceUpdateFailed and Failed past its health timeout,
+	// once turned Running again as its node is healthy (H3), for ever,
+	// its node cordoned and labelled.
 	issueFailedRunning
 	// issueSuccessUnsaid: the agent reported success while the node's
 	// condition says SelectedForUpdate (or CandidateForUpdate, or none,
-	// which lead to it): the row that waits for the drain (U5) comes
+	// which lead to it): the row that waits for the drain (U5) once came
 	// before the one that says UpdateSuccessful (U6), so the condition
-	// never says it and the owner never finishes.
+	// never said it and the owner never finished.
 	issueSuccessUnsaid
 )
 

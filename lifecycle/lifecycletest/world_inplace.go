@@ -160,9 +160,10 @@ func (s *wState) inPlaceInvariant() string {
 // and whose agent has not reported failure, its instance initialized and
 // its own node there (the agent then succeeds in time, and its node turns
 // healthy again); 0 for any other state, and for an InPlaceUpdating one
-// past its in-place timeout whose node's condition does not say
-// ReadyForUpdate: its agent was never told in time, and the timeout fails
-// it.
+// whose node's condition does not say ReadyForUpdate that is past its
+// in-place timeout, or whose node is no longer as its drain left it
+// (selected, cordoned, without pods: a node object made anew, say): its
+// agent is not told, and the timeout fails it.
 func (s *wState) inPlaceWanted(k *wKey, v Variants) uint8 {
 	if !s.betweenPasses() || s.gone || !s.obj.DeletionTime.IsZero() || v&VariantNoTargetCluster != 0 ||
 		!s.inst.exists || !s.inst.initialized || s.node != 1 || s.upd.Has(lifecycle.UpdateFailed) {
@@ -174,7 +175,8 @@ func (s *wState) inPlaceWanted(k *wKey, v Variants) uint8 {
 			return 0
 		}
 	case phase.InPlaceUpdating:
-		if k.pastInPlace && s.ipReason != ipReady {
+		stillDrained := s.upd.Has(lifecycle.UpdateCandidate|lifecycle.UpdateSelected) && s.cordoned && s.pods == 0
+		if s.ipReason != ipReady && (k.pastInPlace || !stillDrained) {
 			return 0
 		}
 	case phase.InPlaceUpdateSuccessful:
