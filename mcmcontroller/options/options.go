@@ -75,6 +75,8 @@ func (o *Options) Config() lifecycle.Config {
 	cfg.CreationTimeout = s.MachineCreationTimeout.Duration
 	cfg.HealthTimeout = s.MachineHealthTimeout.Duration
 	cfg.DrainTimeout = s.MachineDrainTimeout.Duration
+	cfg.InPlaceUpdateTimeout = s.MachineInPlaceUpdateTimeout.Duration
+	cfg.PreserveTimeout = s.MachinePreserveTimeout.Duration
 	cfg.MaxEvictRetries = s.MaxEvictRetries
 	cfg.NodeConditions = NodeConditions(o.MCM.NodeConditions)
 	cfg.NoTargetCluster = o.MCM.TargetKubeconfig == NoTargetCluster

@@ -112,7 +112,8 @@ func TestFlagsSetTheConfig(t *testing.T) {
 	o := parse(t,
 		"--machine-creation-timeout=7m", "--machine-health-timeout=3m", "--machine-drain-timeout=45m",
 		"--machine-max-evict-retries=12", "--node-conditions=KernelDeadlock,,Custom Cond",
-		"--target-kubeconfig=none", "--control-kubeconfig=/etc/control", "--resource-exhausted-retry=90s")
+		"--target-kubeconfig=none", "--control-kubeconfig=/etc/control", "--resource-exhausted-retry=90s",
+		"--machine-inplace-update-timeout=45m", "--machine-preserve-timeout=30h")
 	got := o.Config()
 	want := lifecycle.DefaultConfig()
 	want.VerifyOwner = false
@@ -121,6 +122,7 @@ func TestFlagsSetTheConfig(t *testing.T) {
 	want.NodeConditions = []string{"KernelDeadlock", "Custom Cond"}
 	want.NoTargetCluster = true
 	want.Retry.ResourceExhausted = 90 * time.Second
+	want.InPlaceUpdateTimeout, want.PreserveTimeout = 45*time.Minute, 30*time.Hour
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Config:\n%+v\nwant\n%+v", got, want)
 	}
