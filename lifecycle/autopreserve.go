@@ -27,12 +27,8 @@ func (m *Member) autoPreserved(now Stamp) bool {
 // autoPreserveCandidate reports whether the member may begin an
 // auto-preservation at now.
 func (m *Member) autoPreserveCandidate(cfg *Config, now Stamp) bool {
-	timeout := m.preserveTimeout
-	if timeout <= 0 {
-		timeout = cfg.PreserveTimeout
-	}
 	return !m.deleting && m.phase == phase.Failed && !m.preserveNamed && m.preserveUntil == 0 &&
-		autoPreservable(m.phaseSince, now, timeout)
+		autoPreservable(m.phaseSince, now, own(m.preserveTimeout, cfg.PreserveTimeout))
 }
 
 // grantPreservations sets Grant.Preserve in out for the machines of fleet

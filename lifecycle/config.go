@@ -305,45 +305,39 @@ func timeoutInRange(d time.Duration) bool {
 	return uint64(d-1) < uint64(MaxTimeout)
 }
 
+// own returns a per-machine setting when it is set (positive), else the
+// Config's: the one rule by which every override wins.
+func own(setting, config time.Duration) time.Duration {
+	if setting > 0 {
+		return setting
+	}
+	return config
+}
+
 // creationTimeout is the effective creation timeout of the object.
 func (c *Config) creationTimeout(o *Object) time.Duration {
-	if o.Overrides.CreationTimeout > 0 {
-		return o.Overrides.CreationTimeout
-	}
-	return c.CreationTimeout
+	return own(o.Overrides.CreationTimeout, c.CreationTimeout)
 }
 
 // healthTimeout is the effective health timeout of the object.
 func (c *Config) healthTimeout(o *Object) time.Duration {
-	if o.Overrides.HealthTimeout > 0 {
-		return o.Overrides.HealthTimeout
-	}
-	return c.HealthTimeout
+	return own(o.Overrides.HealthTimeout, c.HealthTimeout)
 }
 
 // drainTimeout is the effective drain timeout of the object.
 func (c *Config) drainTimeout(o *Object) time.Duration {
-	if o.Overrides.DrainTimeout > 0 {
-		return o.Overrides.DrainTimeout
-	}
-	return c.DrainTimeout
+	return own(o.Overrides.DrainTimeout, c.DrainTimeout)
 }
 
 // inPlaceUpdateTimeout is the effective in-place update timeout of the
 // object.
 func (c *Config) inPlaceUpdateTimeout(o *Object) time.Duration {
-	if o.Overrides.InPlaceUpdateTimeout > 0 {
-		return o.Overrides.InPlaceUpdateTimeout
-	}
-	return c.InPlaceUpdateTimeout
+	return own(o.Overrides.InPlaceUpdateTimeout, c.InPlaceUpdateTimeout)
 }
 
 // preserveTimeout is the effective preservation timeout of the object.
 func (c *Config) preserveTimeout(o *Object) time.Duration {
-	if o.Overrides.PreserveTimeout > 0 {
-		return o.Overrides.PreserveTimeout
-	}
-	return c.PreserveTimeout
+	return own(o.Overrides.PreserveTimeout, c.PreserveTimeout)
 }
 
 // predecessorWait bounds the object's wait for an older incarnation of its

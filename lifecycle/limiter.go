@@ -37,10 +37,7 @@ func (m *Member) eligible(cfg *Config, now, healthySince Stamp) bool {
 // healthTimeoutOf returns the member's health timeout: its own, else the
 // Config's.
 func (m *Member) healthTimeoutOf(cfg *Config) time.Duration {
-	if m.healthTimeout > 0 {
-		return m.healthTimeout
-	}
-	return cfg.HealthTimeout
+	return own(m.healthTimeout, cfg.HealthTimeout)
 }
 
 // inFlight reports whether the member counts against its owner's limit: it is
