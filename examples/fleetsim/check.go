@@ -312,13 +312,16 @@ func (w *shard) replacementLimit(total int) int {
 }
 
 // inFlight says why machine x counts as a replacement in flight of its
-// owner (checkReplacements), "" when it does not.
+// owner (checkReplacements), "" when it does not. A Failed machine kept
+// for its preservation does not, as the limiter does not count it.
 func inFlight(x *machine) string {
 	switch {
 	case x.gone():
 		return ""
 	case x.st.Flags.Has(lifecycle.FlagGranted):
 		return "granted"
+	case x.st.Phase == phase.Failed && x.st.PreserveUntil != 0 && !x.deleting():
+		return "" // kept for its preservation, as the limiter counts it
 	case x.bits&mHealthFailed != 0:
 		return "Failed by the health timeout"
 	case x.more&mReplaces != 0:
@@ -405,6 +408,9 @@ func (w *shard) checkFinalizerRemoval(mi int32, in *lifecycle.Input, d *lifecycl
 // a deadline, every deleting machine gone, Running machines in sync, no
 // orphan VM and no machine with two instances; then summarizes the fleet.
 func (w *shard) finalChecks() {
+	if w.flows {
+		w.flowScan()
+	}
 	members := w.members[:0]
 	recorded := make([]bool, len(w.inst))
 	for mi := range w.machines {
@@ -423,12 +429,18 @@ func (w *shard) finalChecks() {
 				", "+lifecycle.Describe(&m.st, m.obj.Name))
 		case m.st.Phase == phase.Running:
 			w.checkRunning(int32(mi), &mem[0])
+			if w.ip || w.pv {
+				w.checkInPlaceEnd(int32(mi))
+			}
 		case m.st.Phase == phase.Available:
 			w.checkAvailable(int32(mi))
 		case m.st.Phase == phase.Failed:
 		default:
 			w.violation(int32(mi), "not in an end state at the end: phase "+m.st.Phase.Label()+", stage "+m.st.Stage.String()+
 				", "+lifecycle.Describe(&m.st, m.obj.Name))
+		}
+		if w.pv {
+			w.checkPreserveEnd(int32(mi))
 		}
 		if s := lifecycle.Summarize(&w.cfg, tm(w.now), mem, 0); s.PastDeadline > 0 {
 			w.violation(int32(mi), "past its deadline at the end: phase "+m.st.Phase.Label())

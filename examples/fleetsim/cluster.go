@@ -75,7 +75,11 @@ func (w *shard) shellObserver() lifecycle.Observer {
 func (w *shard) nodeView(i int32) lifecycle.Node {
 	x, n := w.vm(i), &w.inst[i].node
 	v := lifecycle.Node{Name: x.NodeName, ProviderID: x.ProviderID, Conditions: n.conds, Taints: n.taints,
-		Deleting: n.deleting, VolumesAttached: int(n.volumes), Pods: int(n.pods), Zone: zoneName(n.zone)}
+		Deleting: n.deleting, VolumesAttached: int(n.volumes), Pods: int(n.pods), Zone: zoneName(n.zone),
+		Unschedulable: n.cordoned}
+	if n.update != 0 || n.preserve != lifecycle.PreserveUnset || n.ann != 0 {
+		w.flowView(n, &v)
+	}
 	if w.o.broken.fakeDrain {
 		v.Pods = 0 // test hook: the shell never counts the pods left
 	}
@@ -113,7 +117,8 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 		in.Problem = lifecycle.Problem(w.owners[m.owner].problem)
 	}
 	in.TokenExists = m.bits&mToken != 0
-	in.Grant = lifecycle.Grant{Fail: m.bits&mGrant != 0}
+	in.Grant = lifecycle.Grant{Fail: m.bits&mGrant != 0,
+		Preserve: m.more&mPreserveGrant != 0 && !w.o.broken.hidePreserveGrant || w.o.broken.preserveAll}
 	if w.held != nil {
 		in.Grant.Held = w.heldUntil(mi)
 	}
@@ -130,6 +135,9 @@ func (w *shard) observe(mi int32, now int64, in *lifecycle.Input, fresh bool) {
 	}
 	settlePods(&w.inst[i].node, now)
 	in.Node = w.nodeView(i)
+	if w.o.broken.fakeKeepDrain && in.Object.DeletionTime.IsZero() {
+		in.Node.Pods = 0 // test hook: the kept node's pods go uncounted
+	}
 	in.VolumeAttachments = int(w.inst[i].node.attach)
 }
 
@@ -160,8 +168,8 @@ func (w *shard) register(i int32) {
 }
 
 // rejoin is the kubelet of instance i registering its node again after the
-// node object was deleted: a new object, with the startup taint and
-// without labels but the zone label the kubelet sets.
+// node object was deleted: a new object, with the startup taint, not
+// cordoned, and without labels but the zone label the kubelet sets.
 func (w *shard) rejoin(i int32) {
 	in := &w.inst[i]
 	n := &in.node
@@ -169,11 +177,15 @@ func (w *shard) rejoin(i int32) {
 		return
 	}
 	n.exists, n.finalizer, n.conds = true, true, nil
+	n.cordoned, n.cordonBy = false, cordonNone
 	n.taints = lifecycle.InstanceNotReady
 	if w.tracing(in.mi) {
 		w.note(in.mi, "node "+w.vm(i).NodeName+" registers again")
 	}
 	w.refreshNode(i)
+	if w.ip {
+		w.agentRejoined(i)
+	}
 }
 
 // refreshNode recomputes the Ready condition of instance i's node and, when
@@ -196,12 +208,17 @@ func (w *shard) refreshNode(i int32) {
 	}
 	switch {
 	case want == lifecycle.ConditionTrue:
-		n.badSince = 0
+		n.badSince, n.goodSince = 0, w.now
 	case n.badSince == 0:
 		n.badSince = w.now
 	}
 	n.ready = want
-	n.conds = []lifecycle.Condition{{Type: lifecycle.ConditionReady, Status: want, Since: lifecycle.Stamp(w.now)}}
+	ready := lifecycle.Condition{Type: lifecycle.ConditionReady, Status: want, Since: lifecycle.Stamp(w.now)}
+	if n.extra == nil {
+		n.conds = []lifecycle.Condition{ready}
+	} else {
+		n.conds = withExtra(ready, n.extra)
+	}
 	if w.tracing(in.mi) {
 		w.note(in.mi, "node "+w.vm(i).NodeName+" Ready="+want.String())
 	}
@@ -213,6 +230,10 @@ func (w *shard) refreshNode(i int32) {
 func (w *shard) removeNode(i int32) {
 	n := &w.inst[i].node
 	n.exists, n.conds, n.pods, n.evicted = false, nil, 0, 0
+	if w.ip && n.update != 0 {
+		w.inPlaceRound(w.inst[i].mi) // the agent's verdict goes with the labels
+	}
+	n.clearFlowObject()
 	if n.badSince == 0 {
 		n.badSince = w.now
 	}
@@ -341,6 +362,8 @@ func (w *shard) apply(mi int32, e *lifecycle.Effect, now int64) (lifecycle.Write
 		m.bits |= mToken
 	case lifecycle.KindDeleteBootstrapToken:
 		m.bits &^= mToken
+	case lifecycle.KindRemoveAnnotation:
+		w.removeAnnotation(mi, e)
 	default:
 		return w.applyNode(mi, e)
 	}
@@ -362,11 +385,12 @@ func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, strin
 		if n == nil {
 			return lifecycle.WriteNotFound, errNotFound
 		}
-		if e.Key == lifecycle.MachineNameLabel {
-			if slot := w.slotOf(e.Value); slot >= 0 {
-				n.label = slot + 1
-				w.slotNode[slot] = i + 1
-			}
+		if e.Key != lifecycle.MachineNameLabel {
+			return w.applyFlowNode(mi, i, n, e)
+		}
+		if slot := w.slotOf(e.Value); slot >= 0 {
+			n.label = slot + 1
+			w.slotNode[slot] = i + 1
 		}
 	case lifecycle.KindRemoveTaint:
 		if n != nil && e.Key == lifecycle.TaintInstanceNotReady {
@@ -376,13 +400,21 @@ func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, strin
 			}
 		}
 	case lifecycle.KindSetNodeCondition:
+		if e.Key != lifecycle.ConditionTerminating {
+			return w.applyFlowNode(mi, i, n, e)
+		}
 		if n != nil {
 			n.terminated = true
 		}
 	case lifecycle.KindCordon:
-		if n != nil {
-			n.cordoned = true
+		if n != nil && !w.o.broken.noCordon {
+			n.cordoned, n.cordonBy = true, w.cordonFlow(mi)
+			if w.ip && n.cordonBy == cordonInPlace {
+				w.inPlaceCordoned(mi, i)
+			}
 		}
+	case lifecycle.KindRemoveNodeLabel, lifecycle.KindAnnotateNode, lifecycle.KindRemoveNodeAnnotation, lifecycle.KindUncordon:
+		return w.applyFlowNode(mi, i, n, e)
 	case lifecycle.KindDrain:
 		if n == nil {
 			return lifecycle.WriteOK, "" // nothing to drain

@@ -81,8 +81,36 @@
 // (lifecycle.Grant.Held) to the machine's steps.
 //
 // Nodes start with the startup taint and no pods; pods land on a node once
-// the lifecycle removes the taint, unless it is cordoned or drained, and
-// go with a deleted node object.
+// the lifecycle removes the taint, unless it is cordoned or drained, land
+// again when it is uncordoned, and go with a deleted node object. A node
+// object registered again is a new object: schedulable, without the labels,
+// annotations and conditions of the old one.
+//
+// The in-place update (Options.InPlace, flag -inplace) and preservation
+// (Options.Preserve, flag -preserve, and Config.AutoPreserve) are off
+// unless a run asks for them; off, the run and its report are as without
+// them. With -inplace a share of the machines get, at a random time of the
+// active period, a higher Object.InPlaceGeneration: the owner asks the
+// update as the project's controller does, so the lifecycle labels the
+// node candidate and selected itself and, once the update brought the
+// machine Running again, takes the labels off and uncordons the node; its
+// writes of the whole protocol meet the run's faults. A node agent per node
+// waits for the node's InPlaceUpdate condition to say ReadyForUpdate, then
+// succeeds (the node reboots, NotReady for one to three minutes, and comes
+// back labelled update-result=successful), fails (update-result=failed and
+// the failed-reason annotation) or stalls, by InPlaceOptions' shares; a
+// share of the failed and stalled updates leave the node NotReady for good
+// (InPlaceOptions.Down). With -preserve a share of the machines, or their
+// nodes, are annotated now or when-failed at a random time of the active
+// period, and a share of those annotations set to false or removed later;
+// the command turns auto-preservation on with it (DefaultAutoPreserve,
+// DefaultPreserveTimeout). The owner respects preservation as MCM's
+// MachineSet does: it does not replace a Failed machine whose expiry
+// (Status.PreserveUntil) is ahead by its clock, whose annotation asks for
+// its preservation, or that the limiter chose to auto-preserve
+// (Grant.Preserve, which the owner asks before it replaces: MCM's
+// MachineSet chooses those itself); a kept machine counts towards its
+// replicas.
 //
 // # What is checked
 //
@@ -144,6 +172,42 @@
 // them, are at the limit; the world allows a fleet pass and two minutes
 // for the lifecycle to notice, and counts from the end of a problem of the
 // machine or of its class. Both allow the clock faults' maximum too.
+//
+// With the in-place update on, the world judges it from the node's labels,
+// its conditions and the agent: the agent is never told ReadyForUpdate
+// while pods a drain removes remain on the node or while it is not
+// cordoned; no UpdateMachine or UpdateMetadata reaches an instance while
+// its agent updates it; after the agent's success the machine is Running
+// with the generation recorded, the labels off and the node uncordoned
+// within three resyncs of its node being Ready (the lifecycle writes to a
+// node at the start of a pass only; five when the machine's preservation
+// changed meanwhile, whose writes come there too); after its failure the
+// machine is
+// InPlaceUpdateFailed within a pass, after a stall by the in-place update
+// timeout; a machine saved Failed from InPlaceUpdateFailed has been failed
+// for its health timeout since the agent's failure or the in-place
+// timeout; no update writes the InPlaceUpdate condition, drains the node
+// or enters InPlaceUpdating over and over; and at the end every Running
+// machine runs the update asked, on an instance the agent updated or made
+// after it was asked, its node without the protocol's labels and not
+// cordoned. With preservation on, the world judges it from the
+// annotations it set, the statuses saved and the node: the owner never
+// replaces a Failed machine before the expiry of a preservation the world
+// saw begin, nor one whose annotation asked for its preservation before it
+// failed while its preservation never began; no owner ever has more
+// auto-preserved Failed machines (no annotation ever named them) than
+// Config.AutoPreserve; a Failed machine's node is marked Preserved only
+// once no pods a drain removes remain on it; every preservation ends by
+// its expiry (expiry cleared, annotation no longer asking, node without
+// the autoscaler's annotations nor its Preserved condition True), a
+// stopped one gives its node back, and a node cordoned for it is
+// uncordoned once its machine runs again, each within a resync; a
+// machine granted its
+// preservation begins it within a pass; an auto-preservation that ran to
+// its expiry does not begin again in the same Failed spell; and no
+// preservation writes its condition over and over. These checks count
+// from when the lifecycle could act (the observer's recovery, the end of a
+// problem) and allow the clock faults' maximum.
 //
 // At the end: every machine is gone or in an end state (Running or
 // Available, Failed awaiting replacement, needing replacement), none is

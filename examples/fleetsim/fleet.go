@@ -33,6 +33,9 @@ func (w *shard) account(mi int32, sign int32) {
 	if m.bits&mGrant != 0 {
 		o.granted += sign
 	}
+	if m.more&mPreserveGrant != 0 {
+		o.preserving += sign
+	}
 }
 
 // requestDeletion is its owner's delete call: the API server sets the
@@ -98,7 +101,7 @@ func (w *shard) fleetPass() {
 	for oi := range w.owners {
 		o := &w.owners[oi]
 		rollout := w.active && o.needsRepl > 0 && o.deleting == 0
-		if o.unknown == 0 && o.granted == 0 && o.failed == 0 && !rollout && o.live >= o.desired {
+		if o.unknown == 0 && o.granted == 0 && o.failed == 0 && o.preserving == 0 && !rollout && o.live >= o.desired {
 			// Nothing to replace and no machine the limiter could grant.
 			continue
 		}
@@ -109,7 +112,14 @@ func (w *shard) fleetPass() {
 
 func (w *shard) ownerPass(oi int32, rollout bool) {
 	o := &w.owners[oi]
-	limit := false
+	autoPreserve := w.cfg.AutoPreserve > 0 && (o.failed > 0 || o.preserving > 0)
+	if autoPreserve {
+		// As MCM's MachineSet chooses the Failed machines it preserves
+		// before it replaces the others, the owner asks the limiter's
+		// choice first.
+		w.preserveGrants(oi)
+	}
+	limit := autoPreserve
 	list := o.list[:0]
 	for _, mi := range o.list {
 		m := &w.machines[mi]
@@ -119,6 +129,7 @@ func (w *shard) ownerPass(oi int32, rollout bool) {
 		list = append(list, mi)
 		switch {
 		case m.deleting():
+		case m.st.Phase == phase.Failed && w.ownerKeeps(mi):
 		case m.st.Phase == phase.Failed:
 			w.stats.Replaced++
 			if w.tracing(mi) {
@@ -182,6 +193,63 @@ func (w *shard) mayBeGranted(m *machine) bool {
 // judges the grants by zone (checkZoneGrant, checkZoneLiveness).
 func (w *shard) limit(oi int32) {
 	o := &w.owners[oi]
+	lag := w.fleetView(oi)
+	members, idxs := w.members, w.idxs
+	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), w.fleetIn.Observer, members)
+	w.stats.LimitCalls++
+	var c census
+	checks := w.zoneChecks && w.takeCensus(o, &c)
+	for k, g := range w.grants {
+		mi := idxs[k]
+		m := &w.machines[mi]
+		if w.held != nil || !g.Held.IsZero() {
+			w.hold(mi, g.Held)
+		}
+		if w.pv {
+			w.grantPreserve(mi, g.Preserve)
+		}
+		if g.Fail == (m.bits&mGrant != 0) {
+			continue
+		}
+		w.account(mi, -1)
+		if g.Fail {
+			if checks && !m.st.Flags.Has(lifecycle.FlagGranted) {
+				w.checkZoneGrant(mi, &c)
+			}
+			m.bits |= mGrant
+			w.stats.Grants++
+			if w.tracing(mi) {
+				w.note(mi, "the fleet limiter grants its replacement")
+			}
+			// A new grant is an input that changed: the machine is
+			// reconciled now, as a watch event would have it, rather
+			// than when its poll for the grant comes.
+			w.enqueue(mi, w.now)
+		} else {
+			m.bits &^= mGrant
+		}
+		w.account(mi, 1)
+	}
+	if checks {
+		w.checkZoneLiveness(o, &c, len(members), lag)
+	}
+}
+
+// preserveGrants hands owner oi's machines the limiter's preservation
+// grants (Grant.Preserve) alone, from the fleet view as limit builds it.
+func (w *shard) preserveGrants(oi int32) {
+	w.fleetView(oi)
+	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), w.fleetIn.Observer, w.members)
+	w.stats.LimitCalls++
+	for k, g := range w.grants {
+		w.grantPreserve(w.idxs[k], g.Preserve)
+	}
+}
+
+// fleetView builds the limiter's view of owner oi's machines into
+// w.members, their indices into w.idxs, and returns how far it lags.
+func (w *shard) fleetView(oi int32) int64 {
+	o := &w.owners[oi]
 	members, idxs := w.members[:0], w.idxs[:0]
 	lag := int64(0)
 	if w.faulty && w.o.FleetLag > 0 {
@@ -217,41 +285,7 @@ func (w *shard) limit(oi int32) {
 		idxs = append(idxs, mi)
 	}
 	w.members, w.idxs = members, idxs
-	w.grants = lifecycle.Limit(w.grants[:0], &w.cfg, tm(w.now+w.offset), in.Observer, members)
-	w.stats.LimitCalls++
-	var c census
-	checks := w.zoneChecks && w.takeCensus(o, &c)
-	for k, g := range w.grants {
-		mi := idxs[k]
-		m := &w.machines[mi]
-		if w.held != nil || !g.Held.IsZero() {
-			w.hold(mi, g.Held)
-		}
-		if g.Fail == (m.bits&mGrant != 0) {
-			continue
-		}
-		w.account(mi, -1)
-		if g.Fail {
-			if checks && !m.st.Flags.Has(lifecycle.FlagGranted) {
-				w.checkZoneGrant(mi, &c)
-			}
-			m.bits |= mGrant
-			w.stats.Grants++
-			if w.tracing(mi) {
-				w.note(mi, "the fleet limiter grants its replacement")
-			}
-			// A new grant is an input that changed: the machine is
-			// reconciled now, as a watch event would have it, rather
-			// than when its poll for the grant comes.
-			w.enqueue(mi, w.now)
-		} else {
-			m.bits &^= mGrant
-		}
-		w.account(mi, 1)
-	}
-	if checks {
-		w.checkZoneLiveness(o, &c, len(members), lag)
-	}
+	return lag
 }
 
 // deleteByOwner is the owner deleting one of its machines; now and then

@@ -57,6 +57,7 @@ func (w *shard) lagRead(mi int32, in *lifecycle.Input) bool {
 	o := &in.Object
 	o.DeletionTime, o.UpdateGeneration, o.Metadata, o.ForceDeletion = e.obj.DeletionTime, e.obj.UpdateGeneration,
 		e.obj.Metadata, e.obj.ForceDeletion
+	o.InPlaceGeneration, o.Preserve = e.obj.InPlaceGeneration, e.obj.Preserve
 	m.more |= mMetaDirty
 	w.stats.LaggedPasses++
 	if w.tracing(mi) {
@@ -200,7 +201,7 @@ func (w *shard) problemEvent(e *event) {
 		w.enqueue(e.idx, w.now)
 	case evProblemEnd:
 		w.machines[e.idx].problem = 0
-		if w.zoneChecks {
+		if w.zoneChecks || w.flows {
 			if w.problemEnded == nil {
 				w.problemEnded = make(map[int32]int64)
 			}

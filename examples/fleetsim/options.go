@@ -178,6 +178,12 @@ type Options struct {
 	// (creation and deletion times, node conditions) do not.
 	ClockOffset time.Duration
 
+	// InPlace is the in-place update setting and Preserve the
+	// preservation setting (flows.go); both are off unless their Share is
+	// positive (auto-preservation is Config.AutoPreserve).
+	InPlace  InPlaceOptions
+	Preserve PreserveOptions
+
 	// Config is the lifecycle configuration.
 	Config lifecycle.Config
 
@@ -195,34 +201,6 @@ type Options struct {
 	// broken holds test hooks that break the shell or the world on purpose,
 	// each for a check that must catch it.
 	broken brokenWorld
-}
-
-// brokenWorld: test hooks, each a deliberately broken behaviour.
-type brokenWorld struct {
-	// fakeDrain: the shell reports no pods left on a node being drained (it
-	// never counts them), so the lifecycle ends drains the world did not
-	// see end.
-	fakeDrain bool
-	// noPredecessor: the shell never sets Input.PredecessorTerminating.
-	noPredecessor bool
-	// lieMetadata: GetMachineStatus reports the metadata the machine asks
-	// for instead of what its instance carries.
-	lieMetadata bool
-	// forgetRecovery: the shell reports a healthy observer without the time
-	// it recovered (Observer.Since zero), to the steps and to the limiter.
-	forgetRecovery bool
-	// hideInFlight: the limiter's fleet view shows none of the controller's
-	// own writes that put a machine in flight (a grant, Failed, a deletion,
-	// a creation): every machine it shows is Running.
-	hideInFlight bool
-	// noTolerance: the checks allow nothing for the clock faults.
-	noTolerance bool
-	// noZoneProtection: the lifecycle runs with Config.ZoneOutage off,
-	// while the checks hold it to the protection the options ask for.
-	noZoneProtection bool
-	// holdEveryZone: the lifecycle runs with a protection that holds every
-	// zone with an unhealthy machine for ten hours.
-	holdEveryZone bool
 }
 
 // ShardSize is the number of machines per shard when Options.Shards is 0.
@@ -303,6 +281,9 @@ func DefaultOptions() Options {
 		ProblemMax:     15 * time.Minute,
 		ForceDeletion:  0.05,
 		ClockOffset:    30 * time.Second,
+
+		InPlace:  InPlaceOptions{Fail: 0.2, Stall: 0.1, Down: 0.5},
+		Preserve: PreserveOptions{Node: 0.25, Stop: 0.3},
 
 		Config:   lifecycle.DefaultConfig(),
 		Traces:   3,
@@ -392,6 +373,7 @@ func (o *Options) Validate() error {
 	if _, err := newFaultTable(o.DriverFaults); err != nil {
 		errs = append(errs, err)
 	}
+	o.validateFlows(bad)
 	if err := o.Config.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -312,6 +312,10 @@ func (w *shard) save(mi int32, st *lifecycle.Status, now int64) {
 	if st.ProviderID != m.st.ProviderID {
 		m.ip = w.instByPID(st.ProviderID) + 1
 	}
+	var prev lifecycle.Status
+	if w.flows {
+		prev = m.st
+	}
 	m.st = *st
 	if st.Metadata != nil {
 		if c, ok := codeOf(st.Metadata); ok {
@@ -320,6 +324,9 @@ func (w *shard) save(mi int32, st *lifecycle.Status, now int64) {
 	}
 	if from != st.Phase {
 		w.transition(mi, from, now)
+	}
+	if w.flows {
+		w.flowSaved(mi, &prev, now)
 	}
 	w.account(mi, 1)
 	w.stats.Saves++
@@ -347,7 +354,11 @@ func (w *shard) transition(mi int32, from phase.Phase, now int64) {
 		m.more &^= mReplaces
 	case phase.Failed:
 		if (from == phase.Unknown || from == phase.InPlaceUpdateFailed) && !m.st.Flags.Has(lifecycle.FlagStaleInstance) {
-			w.checkHealthFailed(mi, now)
+			if from == phase.InPlaceUpdateFailed && w.ip {
+				w.checkInPlaceFailed(mi, now)
+			} else {
+				w.checkHealthFailed(mi, now)
+			}
 			m.bits |= mHealthFailed
 			w.countZoneFailed(mi)
 		}

@@ -62,6 +62,26 @@ type node struct {
 	// succeeded and left no pods; forced, a forced drain was attempted on
 	// it, whatever came of it.
 	drained, forced bool
+
+	// The in-place update and preservation (flows.go). Of the node object,
+	// gone with it: update, its labels of the in-place protocol; preserve,
+	// its preserve annotation; ann, the other annotations of both flows
+	// (annReason, annScaleDown, annScaleDownByMCM); extra, its conditions
+	// other than Ready (InPlaceUpdate, Preserved), which conds repeats
+	// after Ready. Of the node's life: cordonBy, the flow that cordoned it
+	// (cordonDeletion, cordonInPlace, cordonPreserve); goodSince, when it
+	// last turned Ready. Of the instance: agent and agentTok, its node
+	// agent's state and the token of its events; updated, when the agent's
+	// update of it last succeeded.
+	update    lifecycle.UpdateLabels
+	preserve  lifecycle.Preserve
+	ann       uint8
+	cordonBy  uint8
+	agent     uint8
+	agentTok  uint8
+	extra     []lifecycle.Condition
+	goodSince int64
+	updated   int64
 }
 
 // tailNum returns the decimal number after the last '-' of s, -1 if none.
@@ -145,6 +165,9 @@ func (w *shard) invoke(r *driverapi.Result, mi int32, c *driverapi.Call, now int
 	m := c.Method
 	w.stats.Calls[m]++
 	lat := w.latency(m)
+	if w.ip && mi >= 0 {
+		w.checkOneUpdate(mi, c)
+	}
 	w.caller, w.callAt = mi, now
 	w.p.InvokeInto(r, c)
 	switch m {

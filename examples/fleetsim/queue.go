@@ -60,6 +60,18 @@ const (
 	// evZoneOutageStart and evZoneOutageEnd bound the zone outage.
 	evZoneOutageStart
 	evZoneOutageEnd
+	// evInPlace: machine idx's owner asks an in-place update.
+	evInPlace
+	// evPreserve: a user annotates machine idx, or its node, for
+	// preservation (tok: tokWhenFailed, tokOnNode); evPreserveStop: the
+	// user stops it (tok: tokRemove).
+	evPreserve
+	evPreserveStop
+	// evAgent: instance idx's node agent starts the update it was told to
+	// make (tok: its token << 2); evAgentDone: it is done (tok: its token
+	// << 2 | its verdict).
+	evAgent
+	evAgentDone
 )
 
 // event is one entry of the event queue.

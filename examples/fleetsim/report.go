@@ -78,6 +78,8 @@ type Stats struct {
 	Anomalies [16]int64
 	// Transitions counts saved phase changes, [from][to].
 	Transitions [phase.Count][phase.Count]int64
+	// Flows counts what the in-place update and the preservation did.
+	Flows FlowStats
 	// Rules counts decisions by rule (indexed by lifecycle.Rule); Ops
 	// counts decisions whose effects are another rule's (a decision that
 	// records an outcome and goes on with the next op).
@@ -89,8 +91,12 @@ func (s *Stats) init() {
 	s.Ops = make([]int64, len(s.Rules))
 }
 
-// add adds o's counts to s.
-func (s *Stats) add(o *Stats) { addValues(reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem()) }
+// add adds o's counts to s; the maxima take the larger.
+func (s *Stats) add(o *Stats) {
+	autoMax, doneMax := max(s.Flows.AutoMax, o.Flows.AutoMax), max(s.Flows.DoneWaitMax, o.Flows.DoneWaitMax)
+	addValues(reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem())
+	s.Flows.AutoMax, s.Flows.DoneWaitMax = autoMax, doneMax
+}
 
 func addValues(dst, src reflect.Value) {
 	switch dst.Kind() {
@@ -293,6 +299,7 @@ func (r *Result) Report() string {
 	p("time to %s (simulated, from creation; n=%d): p50 %s, p90 %s, p99 %s, max %s\n", settled,
 		t.N, t.P50.Round(time.Millisecond), t.P90.Round(time.Millisecond), t.P99.Round(time.Millisecond), t.Max.Round(time.Millisecond))
 	r.reportZones(&b)
+	r.reportFlows(p)
 	r.reportSummary(&b)
 	var never []string
 	reached := 0

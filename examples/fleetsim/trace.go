@@ -74,12 +74,16 @@ func (w *shard) tracePass(mi int32, in *lifecycle.Input) {
 		if in.Node.Taints != 0 {
 			fmt.Fprintf(&b, " taints=%d", in.Node.Taints)
 		}
+		traceNodeFlows(&b, &in.Node)
 		b.WriteString(")")
 	default:
 		b.WriteString(" node=none")
 	}
 	if in.Grant.Fail {
 		b.WriteString(" granted")
+	}
+	if in.Grant.Preserve {
+		b.WriteString(" granted-preservation")
 	}
 	if in.Observer.Degraded {
 		b.WriteString(" observer=degraded")
@@ -91,7 +95,41 @@ func (w *shard) tracePass(mi int32, in *lifecycle.Input) {
 		b.WriteString(" force-deletion")
 	}
 	fmt.Fprintf(&b, " desired: generation %d metadata %v", in.Object.UpdateGeneration, in.Object.Metadata)
+	if in.Object.InPlaceGeneration != 0 || in.Status.InPlaceGeneration != 0 {
+		fmt.Fprintf(&b, " in-place generation %d (at %d)", in.Object.InPlaceGeneration, in.Status.InPlaceGeneration)
+	}
+	if in.Object.Preserve != lifecycle.PreserveUnset {
+		b.WriteString(" preserve=" + in.Object.Preserve.String())
+	}
+	if in.Status.PreserveUntil != 0 {
+		fmt.Fprintf(&b, " preserved until +%s", time.Duration(int64(in.Status.PreserveUntil)-epoch))
+	}
 	w.tr.add(b.String())
+}
+
+// traceNodeFlows renders what node n shows of the in-place update and
+// the preservation, nothing when it shows none.
+func traceNodeFlows(b *strings.Builder, n *lifecycle.Node) {
+	for _, c := range n.Conditions {
+		if c.Type != lifecycle.ConditionReady {
+			fmt.Fprintf(b, " %s.reason=%q", c.Type, c.Reason)
+		}
+	}
+	if n.Update != 0 {
+		fmt.Fprintf(b, " in-place-labels=%d", n.Update)
+	}
+	if n.Unschedulable {
+		b.WriteString(" cordoned")
+	}
+	if n.Pods > 0 {
+		fmt.Fprintf(b, " pods=%d", n.Pods)
+	}
+	if n.Preserve != lifecycle.PreserveUnset {
+		b.WriteString(" preserve=" + n.Preserve.String())
+	}
+	if n.ScaleDownDisabled {
+		b.WriteString(" scale-down-disabled")
+	}
 }
 
 func (w *shard) traceDecision(step int, in *lifecycle.Input, d *lifecycle.Decision) {

@@ -67,6 +67,9 @@ const (
 	// changed since it was last checked (the desired metadata, its
 	// instance's metadata or owner, the copy a pass started from).
 	mMetaDirty
+	// mPreserveGrant: the limiter's preservation grant of the last fleet
+	// pass (Grant.Preserve).
+	mPreserveGrant
 )
 
 func (m *machine) gone() bool     { return m.bits&mGone != 0 }
@@ -80,6 +83,9 @@ type owner struct {
 	deleting           int32
 	unknown, failed    int32 // Unknown; Failed and not deleting
 	needsRepl, granted int32
+	// preserving counts its machines holding the limiter's preservation
+	// grant.
+	preserving int32
 	// healthReplace counts the machines Failed by the health timeout that
 	// it deleted and has not created a replacement for yet.
 	healthReplace int32
@@ -125,6 +131,11 @@ type shard struct {
 	// zoneChecks: the world checks the limiter by zone (zoneSetup).
 	zoneDown, zoneChecks bool
 	zoneNodes            []int32
+	// ip and pv: the world runs and checks the in-place update and the
+	// preservation, flows either (flowSetup); flow is the world's record
+	// of each machine's flows, by machine index, while flows.
+	ip, pv, flows bool
+	flow          []flowRec
 	// held holds until when the limiter holds machines back for their
 	// zone's outage; problemEnded when machines' problems last ended.
 	held, problemEnded map[int32]int64
@@ -213,6 +224,7 @@ func newShard(o *Options, t *tables, index int, tr *tracer) *shard {
 		active: true, faulty: o.Faults,
 	}
 	w.zoneSetup()
+	w.flowSetup()
 	w.checked, _ = w.cfg.Check()
 	w.stats.init()
 	for _, c := range []struct {
@@ -407,12 +419,23 @@ func (w *shard) handle(e *event) {
 		if w.inst[e.idx].node.exists && !w.alive(e.idx) {
 			w.removeNode(e.idx)
 		}
-	case evUpdate, evMetadata, evScaleDown:
+	case evUpdate, evMetadata, evScaleDown, evInPlace:
 		w.scenario(e)
+	case evPreserve:
+		w.annotate(e)
+	case evPreserveStop:
+		w.stopPreserve(e)
+	case evAgent:
+		w.agentStarts(e)
+	case evAgentDone:
+		w.agentFinishes(e)
 	case evForceRemove:
 		w.forceRemove(e.idx)
 	case evFleet:
 		w.fleetPass()
+		if w.flows && !w.observer.Degraded {
+			w.flowScan()
+		}
 		w.push(w.now+int64(w.o.FleetEvery), evFleet, 0, 0)
 	case evOrphans:
 		w.collectOrphans()
@@ -482,6 +505,9 @@ func (w *shard) createMachine(oi int32, at int64) int32 {
 		},
 		owner: oi, slot: slot, zone: w.placeZone(o),
 	})
+	if w.flows {
+		w.flow = append(w.flow, flowRec{})
+	}
 	if o.healthReplace > 0 {
 		o.healthReplace--
 		w.machines[mi].more |= mReplaces
@@ -514,6 +540,10 @@ func (w *shard) plan(mi int32, at int64) {
 	if w.o.Faults && w.chance(w.o.Problem) {
 		w.push(when(), evProblem, mi, w.problemTok(lifecycle.ProblemInvalidMachine))
 	}
+	if w.chance(w.o.InPlace.Share) {
+		w.push(when(), evInPlace, mi, 0)
+	}
+	w.planPreserve(mi, at)
 	if !w.o.Faults || w.o.Flap+w.o.Dead == 0 {
 		return
 	}
@@ -552,6 +582,8 @@ func (w *shard) scenario(e *event) {
 		if w.tracing(e.idx) {
 			w.note(e.idx, "the spec asks metadata version "+strconv.Itoa(int(m.mv%4)))
 		}
+	case evInPlace:
+		w.inPlaceAsked(e.idx)
 	case evScaleDown:
 		w.owners[m.owner].desired--
 		w.stats.ScaledDown++

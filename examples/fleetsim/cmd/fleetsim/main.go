@@ -24,6 +24,22 @@
 // off):
 //
 //	go run ./examples/fleetsim/cmd/fleetsim -machines 10000 -zone-outage 1h
+//
+// -inplace X has the owners of a share X of the machines ask an in-place
+// update (through Object.InPlaceGeneration, so the lifecycle labels the
+// node itself), which a node agent per node carries out once told
+// ReadyForUpdate: it succeeds, fails (-inplace-fail) or stalls
+// (-inplace-stall), and a share of the failed and stalled updates leave
+// the node NotReady for good (-inplace-down). -preserve X annotates a
+// share X of the machines, or their nodes (-preserve-node), for
+// preservation, now or when-failed, and stops a share of those later
+// (-preserve-stop); it turns auto-preservation on (one Failed machine per
+// owner, -auto-preserve) with a preservation timeout of 40 minutes
+// (-preserve-timeout), so that preservations end within the run. The
+// world's checks of both judge the lifecycle's writes to the nodes and the
+// node agents' work (see the package doc):
+//
+//	go run ./examples/fleetsim/cmd/fleetsim -machines 10000 -inplace 0.3 -preserve 0.3 -dead 0.05
 package main
 
 import (
@@ -108,6 +124,23 @@ func flags(c *cli) *flag.FlagSet {
 	fs.Float64Var(&o.ForceDeletion, "force-deletion", o.ForceDeletion, "probability that a deleted machine gets the force-deletion label")
 	fs.DurationVar(&o.ClockOffset, "clock-offset", o.ClockOffset,
 		"bound of each shard's persistent controller clock offset, either way (0: none)")
+	fs.Float64Var(&o.InPlace.Share, "inplace", o.InPlace.Share,
+		"share of machines whose owner asks an in-place update (Object.InPlaceGeneration), carried out by a node agent (0: none)")
+	fs.Float64Var(&o.InPlace.Fail, "inplace-fail", o.InPlace.Fail, "share of the node agents' in-place updates that fail")
+	fs.Float64Var(&o.InPlace.Stall, "inplace-stall", o.InPlace.Stall, "share of the node agents' in-place updates that stall")
+	fs.Float64Var(&o.InPlace.Down, "inplace-down", o.InPlace.Down,
+		"share of the failed and stalled in-place updates that leave the node NotReady for good (the others leave it Ready)")
+	fs.DurationVar(&o.Config.InPlaceUpdateTimeout, "inplace-timeout", o.Config.InPlaceUpdateTimeout,
+		"the in-place update timeout (lifecycle.Config.InPlaceUpdateTimeout)")
+	fs.Float64Var(&o.Preserve.Share, "preserve", o.Preserve.Share,
+		"share of machines annotated for preservation, now or when-failed (0: none); turns auto-preservation on (-auto-preserve)")
+	fs.Float64Var(&o.Preserve.Node, "preserve-node", o.Preserve.Node, "share of the preservation annotations put on the node")
+	fs.Float64Var(&o.Preserve.Stop, "preserve-stop", o.Preserve.Stop,
+		"share of the preservation annotations the user later sets to false or removes")
+	fs.IntVar(&o.Config.AutoPreserve, "auto-preserve", o.Config.AutoPreserve,
+		"most Failed machines per owner auto-preserved (lifecycle.Config.AutoPreserve; default: 1 with -preserve, else 0)")
+	fs.DurationVar(&o.Config.PreserveTimeout, "preserve-timeout", o.Config.PreserveTimeout,
+		"the preservation timeout (lifecycle.Config.PreserveTimeout; default: 40m with -preserve or -auto-preserve)")
 	fs.BoolVar(&o.Config.NoTargetCluster, "no-target-cluster", o.Config.NoTargetCluster,
 		"run without a target cluster: machines end Available, and there are no nodes")
 	fs.StringVar(&c.only, "only", c.only,
@@ -161,6 +194,14 @@ func main() {
 		}
 	case o.ZoneOutage > 0:
 		o.Config.ZoneOutage = fleetsim.DefaultZoneProtection()
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Preserve.Share > 0 && !set["auto-preserve"] {
+		o.Config.AutoPreserve = fleetsim.DefaultAutoPreserve
+	}
+	if (o.Preserve.Share > 0 || o.Config.AutoPreserve > 0) && !set["preserve-timeout"] {
+		o.Config.PreserveTimeout = fleetsim.DefaultPreserveTimeout
 	}
 	start := time.Now()
 	r, err := fleetsim.Run(o)
