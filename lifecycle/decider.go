@@ -203,6 +203,9 @@ func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
 		if p == phase.Failed {
 			x.preserveOnFailure()
 		}
+	} else if from == phase.Failed {
+		// A new spell of Failed may be auto-preserved again.
+		set(x, &x.st.Flags, x.st.Flags&^FlagAutoPreserved)
 	}
 	if s := x.st.Stage; s >= StageInPlaceDrain && (s == StageInPlaceDrain && p != phase.Running || s == StagePreserveDrain && p != phase.Failed) {
 		// The drain before an in-place update belongs to a Running

@@ -259,7 +259,8 @@ func (x *decider) noInPlace() bool {
 // and the node gives no verdict, it labels the node candidate and
 // selected, again while a label is missing (a write of the two that
 // failed). Once the agent's success brought the machine Running again
-// (the condition says UpdateSuccessful), it records the generation,
+// (its label; the condition is made to say UpdateSuccessful first), it
+// records the generation,
 // uncordons the node and takes the labels off, again at each pass while
 // the labels are there, so a write of them that failed is made again. It
 // reports whether it emitted writes. A failed update is left as it is:
@@ -270,7 +271,14 @@ func (x *decider) ownUpdate(n *Node) bool {
 	}
 	st, u := x.st, n.Update
 	switch {
-	case u.Has(UpdateSucceeded) && inPlaceReason(n) == ReasonUpdateSuccessful:
+	case u.Has(UpdateSucceeded) && inPlaceReason(n) != ReasonUpdateSuccessful:
+		// U6 first, also on a node that lost its candidate label (a node
+		// object made anew): the condition must stop saying
+		// ReadyForUpdate, which would send the agent again, before the
+		// node is given back to its workloads.
+		x.rule(RuleInPlaceCondition)
+		x.inPlaceCondition(n, ReasonUpdateSuccessful)
+	case u.Has(UpdateSucceeded):
 		x.rule(RuleInPlaceDone)
 		set(x, &st.InPlaceGeneration, x.in.Object.InPlaceGeneration)
 		if n.Unschedulable {

@@ -521,6 +521,18 @@ func TestInPlaceOwnRequest(t *testing.T) {
 		require.Equal(t, lifecycle.RuleInPlaceDone, d.Rule)
 		require.Contains(t, d.Lines(), "remove-node-label node-vm-1 "+lifecycle.UpdateResultLabel)
 	})
+	t.Run("the agent's success on a node that lost its candidate label: UpdateSuccessful, then done", func(t *testing.T) {
+		in := inPlaceInput(lifecycle.UpdateSucceeded, lifecycle.ReasonReadyForUpdate)
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
+		d := step(t, cfg, in)
+		require.Equal(t, []string{conditionLine(lifecycle.ReasonUpdateSuccessful)}, d.Lines(),
+			"the condition stops sending the agent before the node is given back")
+		in = inPlaceInput(lifecycle.UpdateSucceeded, lifecycle.ReasonUpdateSuccessful)
+		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceDone, d.Rule)
+		require.Equal(t, int64(2), d.Status.InPlaceGeneration)
+	})
 	t.Run("a request written in part is completed", func(t *testing.T) {
 		in := inPlaceInput(candidate, "")
 		in.Object.InPlaceGeneration, in.Status.InPlaceGeneration = 2, 1

@@ -54,12 +54,24 @@ func (x *decider) preserveAsked(n *Node) (Preserve, bool) {
 		return PreserveUnset, false
 	case byNode:
 		return n.Preserve, true
-	case machine == PreserveUnset && x.in.Grant.Preserve &&
-		(st.Flags.Has(FlagAutoPreserved) || st.PreserveUntil == 0 && autoPreservable(st.PhaseSince, x.now, x.cfg.preserveTimeout(&x.in.Object))):
+	case machine == PreserveUnset && x.in.Grant.Preserve && x.autoPreservationGoesOn():
 		return PreserveAutoPreserved, true
 	}
-	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags.Has(FlagPreserveByNode) ||
+	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags&(FlagPreserveByNode|FlagPreserveDrained) != 0 ||
 		n != nil && preservedLeftover(n)
+}
+
+// autoPreservationGoesOn reports whether a grant of auto-preservation
+// keeps the machine's preservation or may begin one: the one it began
+// (FlagAutoPreserved, an expiry), or none yet in this spell of Failed
+// (FlagAutoPreserved stays once it ended, until the machine leaves Failed)
+// and within its preservation timeout of its failure.
+func (x *decider) autoPreservationGoesOn() bool {
+	st := x.st
+	if st.Flags.Has(FlagAutoPreserved) {
+		return st.PreserveUntil != 0
+	}
+	return st.PreserveUntil == 0 && autoPreservable(st.PhaseSince, x.now, x.cfg.preserveTimeout(&x.in.Object))
 }
 
 // autoPreservable reports whether a machine Failed since since may still
@@ -68,6 +80,18 @@ func (x *decider) preserveAsked(n *Node) (Preserve, bool) {
 // begin again.
 func autoPreservable(since, now Stamp, timeout time.Duration) bool {
 	return since != 0 && now < since.Add(timeout)
+}
+
+// preservedNode returns the machine's node when it is proven the
+// instance's own (it carries the recorded providerID), else nil:
+// preservation writes to, cordons and drains no node known only by a name
+// or a label, which another incarnation's node may carry.
+func (x *decider) preservedNode() *Node {
+	n := x.node()
+	if n == nil || n.ProviderID == "" || n.ProviderID != x.st.ProviderID {
+		return nil
+	}
+	return n
 }
 
 // preservedLeftover reports whether node n still shows a preservation:
@@ -79,12 +103,14 @@ func preservedLeftover(n *Node) bool { return n.ScaleDownDisabled }
 // mayPreserve reports, cheaply, whether anything names the machine's
 // preservation: its expiry, its annotations or its node's, its grant, or
 // what a preservation left on the node. Most machines have none of them.
-// The flags of preservation need no look: FlagAutoPreserved goes with an
-// expiry, and FlagPreserveByNode only matters when an annotation asks.
+// Of the flags of preservation only FlagPreserveDrained counts (a node
+// cordoned for the preservation is to be given back): FlagAutoPreserved
+// matters only with a grant, FlagPreserveByNode only when an annotation
+// asks.
 func (x *decider) mayPreserve() bool {
 	n := &x.in.Node
 	return x.st.PreserveUntil != 0 || x.in.Object.Preserve != PreserveUnset || n.Preserve != PreserveUnset ||
-		n.ScaleDownDisabled || x.in.Grant.Preserve
+		n.ScaleDownDisabled || x.in.Grant.Preserve || x.st.Flags.Has(FlagPreserveDrained)
 }
 
 // conditionIs reports whether conds hold a condition of type typ with
@@ -107,7 +133,7 @@ func (x *decider) preservation() bool {
 	if x.in.NodeReadFailed || x.cfg.NoTargetCluster && x.in.Object.Preserve == PreserveUnset && x.st.PreserveUntil == 0 {
 		return false
 	}
-	n := x.node()
+	n := x.preservedNode()
 	asked, bound := x.preserveAsked(n)
 	if !bound {
 		return false
@@ -162,8 +188,10 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 	}
 	wrote := false
 	if !n.ScaleDownDisabled {
-		x.nodeEffect(KindAnnotateNode, n.Name, ScaleDownDisabledAnnotation, "true")
+		// The marker first: a preservation that stops takes off only
+		// what the marker says it put there.
 		x.nodeEffect(KindAnnotateNode, n.Name, ScaleDownDisabledByAnnotation, "true")
+		x.nodeEffect(KindAnnotateNode, n.Name, ScaleDownDisabledAnnotation, "true")
 		wrote = true
 	}
 	reason := ReasonPreservedByUser
@@ -233,12 +261,12 @@ func (x *decider) endPreservation(n *Node) bool {
 // preservation, so a write lost after the status was saved is made again.
 func (x *decider) stopPreservation(n *Node) bool {
 	st := x.st
-	if st.PreserveUntil != 0 {
+	stopped := st.PreserveUntil != 0
+	if stopped {
 		x.pin(RulePreserveStop)
 		set(x, &st.PreserveUntil, 0)
 		x.event(RulePreserveStop, false)
 	}
-	set(x, &st.Flags, st.Flags&^FlagAutoPreserved)
 	if st.Stage == StagePreserveDrain {
 		x.endKeepDrain()
 	}
@@ -270,7 +298,13 @@ func (x *decider) stopPreservation(n *Node) bool {
 		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
 	}
 	if wrote {
-		x.rule(RulePreserveStop)
+		if stopped {
+			x.rule(RulePreserveStop)
+		} else {
+			// Stopped before (its event reported then): the node's
+			// writes only.
+			x.rule(RulePreserveNode)
+		}
 		x.resync()
 	}
 	return wrote

@@ -75,8 +75,8 @@ var (
 		"remove-node-annotation node-vm-1 " + lifecycle.ScaleDownDisabledAnnotation,
 		"remove-node-annotation node-vm-1 " + lifecycle.ScaleDownDisabledByAnnotation}
 	beginPreserve = "event Normal MachinePreserved (preserve.begin)"
-	annotateNode  = []string{"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledAnnotation + "=true",
-		"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledByAnnotation + "=true"}
+	annotateNode  = []string{"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledByAnnotation + "=true",
+		"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledAnnotation + "=true"}
 )
 
 // TestPreserveRows has one case per line of MCM's preservation table.
@@ -294,11 +294,11 @@ func TestPreserveInterplay(t *testing.T) {
 		ds := stepPass(t, cfg, in, driverapi.Result{})
 		d := ds[len(ds)-1]
 		require.Equal(t, phase.Running, d.Status.Phase, "the node is healthy again")
+		require.Zero(t, d.Status.PreserveUntil, "stopped within the pass")
 		in.Status, in.Outcome = d.Status, nil
 		d = step(t, cfg, in)
-		require.Equal(t, lifecycle.RulePreserveStop, d.Rule)
+		require.Equal(t, lifecycle.RulePreserveNode, d.Rule, "the node given back at the next pass")
 		require.Contains(t, d.Lines(), "uncordon node-vm-1")
-		require.Zero(t, d.Status.PreserveUntil)
 	})
 	t.Run("preserved with now, the node recovers: kept, uncordoned", func(t *testing.T) {
 		in := preservedRunning(lifecycle.PreserveNow)
@@ -408,12 +408,41 @@ func TestAutoPreservation(t *testing.T) {
 	d = step(t, cfg, in)
 	require.Equal(t, lifecycle.RulePreserveStop, d.Rule, "the grant taken back")
 	require.Zero(t, d.Status.PreserveUntil)
-	require.False(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved))
+	require.True(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved), "kept for the spell of Failed")
+	in.Status = d.Status
+	in.Grant.Preserve = true // granted again within the spell (or a step whose clock went back)
+	d = step(t, cfg, in)
+	require.Zero(t, d.Status.PreserveUntil, "one spell of Failed is auto-preserved once")
 
 	expired := tooOld
 	expired.Grant.Preserve = true // a grant computed before the expiry
 	d = step(t, cfg, expired)
 	require.Zero(t, d.Status.PreserveUntil, "an expired auto-preservation does not begin again")
+}
+
+// Preservation from the states the fleet simulator found it in.
+func TestPreserveFromEveryState(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	t.Run("the node cordoned for a preservation that stopped within a pass is given back at the next", func(t *testing.T) {
+		in := runningInput()
+		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Node.Unschedulable = true
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
+		require.Equal(t, []string{"uncordon node-vm-1"}, d.Lines())
+		in.Status, in.Node.Unschedulable = d.Status, false
+		require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagPreserveDrained))
+	})
+	t.Run("a node not proven the instance's (another incarnation's) is not drained nor marked", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Node.ProviderID = ""
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.StageNone, d.Status.Stage)
+		require.NotZero(t, d.Status.PreserveUntil, "the machine is preserved, its node left alone")
+		for _, l := range d.Lines() {
+			require.NotContains(t, l, "node-vm-1")
+		}
+	})
 }
 
 // Property: whatever the fleet, Limit grants at most Config.AutoPreserve

@@ -385,9 +385,10 @@ const (
 	// RulePreserve: the machine's preservation begins: it is kept until
 	// its expiry, one preservation timeout ahead (P4, P6, P8).
 	RulePreserve
-	// RulePreserveNode: the node of a preserved machine is brought in
-	// line: kept from the cluster autoscaler, its Preserved condition
-	// True, uncordoned once the machine recovered.
+	// RulePreserveNode: the node is brought in line with the machine's
+	// preservation: kept from the cluster autoscaler, its Preserved
+	// condition True, uncordoned once the machine recovered; or, the
+	// preservation stopped before, given back.
 	RulePreserveNode
 	// RulePreserveDrain: cordon and drain the node of a preserved Failed
 	// machine.

@@ -245,7 +245,7 @@ var ruleSpecs = [ruleCount]ruleSpec{
 	RuleInPlaceRequest:            {id: "inplace.request", text: "asking the node's in-place update: labelling it candidate and selected"},
 	RuleInPlaceDone:               {id: "inplace.done", text: "the in-place update asked is done; taking the labels off and uncordoning the node", event: "InPlaceUpdated"},
 	RulePreserve:                  {id: "preserve.begin", text: "the machine is preserved until its preservation expires", event: "MachinePreserved"},
-	RulePreserveNode:              {id: "preserve.node", text: "bringing the preserved machine's node in line"},
+	RulePreserveNode:              {id: "preserve.node", text: "bringing the node in line with the machine's preservation"},
 	RulePreserveDrain:             {id: "preserve.drain", text: "cordoning and draining the preserved machine's node", handler: handleKeepDrain, at: atPreserveDrain},
 	RulePreserveDrainForce:        {id: "preserve.drain-force", text: "cordoning and draining the preserved machine's node by force", handler: handleKeepDrain, at: atPreserveDrain},
 	RulePreserveDrainRound:        {id: "preserve.drain-round", text: "asking again to remove the pods left on the preserved node", handler: handleKeepDrain, at: atPreserveDrain},

@@ -251,6 +251,8 @@ const (
 	FlagPreserveDrained
 	// FlagAutoPreserved: the preservation was granted by the fleet
 	// (Grant.Preserve, Config.AutoPreserve), not asked by an annotation.
+	// It stays once that preservation ended, until the machine leaves
+	// Failed, so that one spell of Failed is auto-preserved once.
 	FlagAutoPreserved
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
