@@ -25,10 +25,12 @@ func (m *Member) autoPreserved(now Stamp) bool {
 }
 
 // autoPreserveCandidate reports whether the member may begin an
-// auto-preservation at now.
+// auto-preservation at now: Failed, not being deleted, no annotation
+// naming its preservation, not preserved nor auto-preserved before in
+// this spell of Failed, and within its preservation timeout.
 func (m *Member) autoPreserveCandidate(cfg *Config, now Stamp) bool {
 	return !m.deleting && m.phase == phase.Failed && !m.preserveNamed && m.preserveUntil == 0 &&
-		autoPreservable(m.phaseSince, now, own(m.preserveTimeout, cfg.PreserveTimeout))
+		!m.flags.Has(FlagAutoPreserved) && autoPreservable(m.phaseSince, now, own(m.preserveTimeout, cfg.PreserveTimeout))
 }
 
 // grantPreservations sets Grant.Preserve in out for the machines of fleet

@@ -285,6 +285,11 @@ func (x *decider) running(n *Node, named Rule) bool {
 	}
 	wrote := false
 	if n != nil {
+		if own := x.preservedNode(); own != nil && x.giveBackCordon(own) {
+			// Recovered from Failed while preserved: the node cordoned
+			// for the preservation's drain is given back with the join.
+			wrote = true
+		}
 		if n.Taints.Has(InstanceNotReady) {
 			x.nodeEffect(KindRemoveTaint, n.Name, TaintInstanceNotReady, "")
 			wrote = true

@@ -46,6 +46,7 @@ func drainingInput(pods int) lifecycle.Input {
 	in.Status.StageSince = lifecycle.StampOf(in.Now.Add(-time.Minute))
 	in.Status.Flags = lifecycle.FlagDraining
 	in.Node.Pods = pods
+	in.Node.Unschedulable = true // the drain's cordon
 	return in
 }
 
@@ -316,6 +317,13 @@ func TestInPlaceDrain(t *testing.T) {
 		require.Equal(t, lifecycle.RuleInPlaceDrain, d.Rule)
 		require.Equal(t, []string{"cordon node-vm-1", "drain node-vm-1"}, d.Lines())
 	})
+	t.Run("uncordoned by someone during the drain: cordoned again, not told ReadyForUpdate", func(t *testing.T) {
+		in := drainingInput(0)
+		in.Node.Unschedulable = false
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RuleInPlaceDrain, d.Rule)
+		require.Equal(t, []string{"cordon node-vm-1", "drain node-vm-1"}, d.Lines())
+	})
 	t.Run("the selection withdrawn: the drain ends, hot update and metadata go on", func(t *testing.T) {
 		in := drainingInput(3)
 		in.Node.Update = lifecycle.UpdateCandidate
@@ -328,6 +336,7 @@ func TestInPlaceDrain(t *testing.T) {
 		in := inPlaceInput(selected, lifecycle.ReasonCandidateForUpdate)
 		d := step(t, cfg, in)
 		in = then(in, d, driverapi.Result{}) // the node showed no pods: nothing to drain
+		in.Node.Unschedulable = true         // the cordon ran
 		d = step(t, cfg, in)
 		require.Equal(t, lifecycle.RuleInPlaceDrained, d.Rule)
 		require.Equal(t, phase.InPlaceUpdating, d.Status.Phase)

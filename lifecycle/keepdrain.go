@@ -54,7 +54,8 @@ func (x *decider) beginKeepDrain(n *Node, force bool) {
 }
 
 // keepDraining follows the drain of kept node n: begun again after a
-// failure before it was under way, done when the node shows no pods left,
+// failure before it was under way or when the node shows it uncordoned,
+// done when the node shows no pods left,
 // forced when its timeout passes, and in between a round of evictions
 // every EvictRetryInterval.
 func (x *decider) keepDraining(n *Node) {
@@ -66,7 +67,9 @@ func (x *decider) keepDraining(n *Node) {
 	force := x.keepDrainForced()
 	spent := x.elapsed(st.StageSince)
 	switch {
-	case !st.Flags.Has(FlagDraining):
+	case !st.Flags.Has(FlagDraining) || !n.Unschedulable:
+		// Not under way yet, or someone uncordoned the node: the cordon
+		// and a round again.
 		if st.Stage == StageInPlaceDrain {
 			x.beginInPlaceDrain(n, inPlaceReason(n), force)
 		} else {

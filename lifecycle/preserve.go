@@ -206,20 +206,37 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 		x.preservedCondition(n, ConditionTrue, reason, msg)
 		wrote = true
 	}
-	if !failed && st.Flags.Has(FlagPreserveDrained) {
-		// Recovered: the node cordoned for the preservation is given
-		// back to workloads.
-		if n.Unschedulable {
-			x.nodeEffect(KindUncordon, n.Name, "", "")
-			wrote = true
-		}
-		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+	if x.giveBackCordon(n) {
+		wrote = true
 	}
 	if wrote {
 		x.rule(RulePreserveNode)
 		x.resync()
 	}
 	return wrote
+}
+
+// giveBackCordon uncordons node n while it is cordoned, when the
+// lifecycle cordoned it to drain it for the preservation of the machine
+// while Failed and the machine is not Failed any more; once the node shows
+// it schedulable, the cordon is forgotten (so a write lost after the
+// status was saved is made again). It reports whether it emitted the
+// uncordon. n is the machine's own node (preservedNode); a shell carries
+// the uncordon out at the start of a pass, or with the change to Running
+// (running).
+func (x *decider) giveBackCordon(n *Node) bool {
+	st := x.st
+	if !st.Flags.Has(FlagPreserveDrained) || st.Phase == phase.Failed {
+		return false
+	}
+	if !n.Unschedulable || st.Stage == StageInPlaceDrain || st.Phase.InPlace() || n.Update.Has(UpdateSelected) {
+		// Given back, or the cordon belongs to an in-place update's
+		// drain now.
+		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+		return false
+	}
+	x.nodeEffect(KindUncordon, n.Name, "", "")
+	return true
 }
 
 // preserveDrained records the preserved Failed machine's node drained; the
@@ -290,12 +307,8 @@ func (x *decider) stopPreservation(n *Node) bool {
 		x.nodeEffect(KindRemoveNodeAnnotation, n.Name, ScaleDownDisabledByAnnotation, "")
 		wrote = true
 	}
-	if st.Flags.Has(FlagPreserveDrained) && st.Phase != phase.Failed && n.Unschedulable {
-		x.nodeEffect(KindUncordon, n.Name, "", "")
+	if x.giveBackCordon(n) {
 		wrote = true
-	}
-	if st.Phase != phase.Failed {
-		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
 	}
 	if wrote {
 		if stopped {

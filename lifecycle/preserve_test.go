@@ -295,10 +295,15 @@ func TestPreserveInterplay(t *testing.T) {
 		d := ds[len(ds)-1]
 		require.Equal(t, phase.Running, d.Status.Phase, "the node is healthy again")
 		require.Zero(t, d.Status.PreserveUntil, "stopped within the pass")
-		in.Status, in.Outcome = d.Status, nil
+		var lines []string
+		for _, d := range ds {
+			lines = append(lines, d.Lines()...)
+		}
+		require.Contains(t, lines, "uncordon node-vm-1", "the node given back with the join")
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained), "until the node shows it schedulable")
+		in.Status, in.Outcome, in.Node.Unschedulable = d.Status, nil, false
 		d = step(t, cfg, in)
-		require.Equal(t, lifecycle.RulePreserveNode, d.Rule, "the node given back at the next pass")
-		require.Contains(t, d.Lines(), "uncordon node-vm-1")
+		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained))
 	})
 	t.Run("preserved with now, the node recovers: kept, uncordoned", func(t *testing.T) {
 		in := preservedRunning(lifecycle.PreserveNow)
@@ -324,7 +329,7 @@ func TestPreserveInterplay(t *testing.T) {
 		d = step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveDraining, d.Rule)
 		in.Status, in.Outcome = d.Status, nil
-		in.Node.Pods = 0
+		in.Node.Pods, in.Node.Unschedulable = 0, true
 		in.Now = in.Now.Add(time.Minute)
 		d = step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveDrained, d.Rule)

@@ -33,7 +33,8 @@ type brokenWorld struct {
 	// deleted only: the drains before an in-place update and of a
 	// preserved node.
 	fakeKeepDrain bool
-	// noCordon: the shell reports a cordon done without cordoning the node.
+	// noCordon: the shell reports a cordon done without cordoning the
+	// node, and reports the node cordoned.
 	noCordon bool
 	// hideVerdict: the shell never reads the node agent's update-result
 	// label, so the lifecycle never learns of its verdict.

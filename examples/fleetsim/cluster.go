@@ -76,7 +76,7 @@ func (w *shard) nodeView(i int32) lifecycle.Node {
 	x, n := w.vm(i), &w.inst[i].node
 	v := lifecycle.Node{Name: x.NodeName, ProviderID: x.ProviderID, Conditions: n.conds, Taints: n.taints,
 		Deleting: n.deleting, VolumesAttached: int(n.volumes), Pods: int(n.pods), Zone: zoneName(n.zone),
-		Unschedulable: n.cordoned}
+		Unschedulable: n.cordoned || w.o.broken.noCordon}
 	if n.update != 0 || n.preserve != lifecycle.PreserveUnset || n.ann != 0 {
 		w.flowView(n, &v)
 	}
