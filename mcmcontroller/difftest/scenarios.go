@@ -176,6 +176,40 @@ var (
 		Only: "all driver calls"}
 )
 
+// both returns the difference lines of a write only by the first run and
+// of one only by the second, each starting with prefix.
+func both(prefix string) []string {
+	return []string{"write only by the first: " + prefix, "write only by the second: " + prefix}
+}
+
+// accept returns the deviation of the section starting with heading,
+// which names test, at each of the steps, for each of the difference
+// lines starting with one of only.
+func accept(heading, test string, steps []int, only ...string) []Deviation {
+	var out []Deviation
+	for _, i := range steps {
+		for _, o := range only {
+			out = append(out, Deviation{Step: i, Heading: heading, Test: test, Only: o})
+		}
+	}
+	return out
+}
+
+// at is a list of steps.
+func at(steps ...int) []int { return steps }
+
+// askedFirst accepts the drop-in's GetMachineStatus before it marks the
+// machine Failed at step i, and the text that names the answer from then
+// on, and where the runs end.
+func askedFirst(i int) []Deviation {
+	const heading, test = "Marking Failed asks the provider first", "TestHealthRows"
+	return concat(
+		accept(heading, test, at(i), "driver calls"),
+		accept(heading, test, at(-1), append([]string{"lastOperation.description"},
+			both("machine "+machineName+": status.lastOperation.description")...)...),
+		accept(heading, test, at(End), "lastOperation.description", "all driver calls"))
+}
+
 // MCM's retry periods (machineutils.RetryPeriod).
 const (
 	conflict = 200 * time.Millisecond

@@ -177,6 +177,12 @@ func inPlaceScenarios() []Scenario {
 	// The agent updates the node, whose InPlaceUpdate condition is gone.
 	conditionLost := World{Machine: machineAt(inPlaceUpdating, opUpdating, 1, readyTrue), Instances: []Instance{{}},
 		Nodes: []corev1.Node{updateNode("", true, candidateLabel, selectedLabel)}}
+	// The agent's success, which the condition does not say yet, on a
+	// machine InPlaceUpdateSuccessful (taken over before the verdict was
+	// written to the condition).
+	verdictUnsaid := World{Machine: inPlaceMachine(inPlaceSuccessful, opUpdated, v1alpha1.SelectedForUpdate), Instances: []Instance{{}},
+		Nodes: []corev1.Node{updateNode(v1alpha1.SelectedForUpdate, true, candidateLabel, selectedLabel)}}
+	verdictUnsaid.Nodes[0].Labels[resultLabel] = v1alpha1.LabelValueNodeUpdateSuccessful
 	return []Scenario{{
 		// The whole protocol, as the MachineDeployment controller and the
 		// node agent play it: candidate, selected, drained, updated,
@@ -214,9 +220,10 @@ func inPlaceScenarios() []Scenario {
 		Deviations: concat(copiedAt(1, 2, 3, 4, 6, 7, 9, 11), verdictWithPhase(6, 8), statusWriteGoesOn(6, 7)),
 	}, {
 		// The agent reports a failure; past the health timeout the
-		// machine is marked Failed, and, its node Ready, Running again at
-		// once: H3 applies to a Failed machine. The drop-in asks the
-		// provider first, and its pass goes on to Running.
+		// machine is marked Failed. MCM then makes it Running again, its
+		// node Ready (its H3 applies to any Failed machine); the drop-in
+		// asks the provider first, and keeps the machine Failed for its
+		// owner to replace.
 		Name: "inplace-update-fails", Rows: rows("H6", "H12", "H11", "U7", "I5", "H2", "H9", "T4"),
 		World: readyForUpdate,
 		Steps: []Step{
@@ -230,10 +237,10 @@ func inPlaceScenarios() []Scenario {
 			{Do: do(Advance(11 * time.Minute)), Rows: rows("H9", "T4"), Want: want(Phase(failed), Op(opInPlace, stFailed),
 				DescHas("health checks failing since last 10m0s minutes"), Calls())},
 		},
-		Deviations: concat(copiedAt(0, 1, 2), verdictWithPhase(0, 1), []Deviation{
-			{Step: 3, Heading: "Marking Failed asks the provider first", Test: "TestHealthRows", Only: "driver calls"},
-			{Step: End, Heading: "Marking Failed asks the provider first", Test: "TestHealthRows", Only: "all driver calls"},
-		}, statusWriteGoesOn(3, 3)),
+		Deviations: concat(copiedAt(0, 1, 2), verdictWithPhase(0, 1),
+			accept("A failed in-place update ends Failed", "TestInPlaceFromEveryState", at(End), "phase", "lastOperation.type",
+				"lastOperation.state", "lastOperation.description"),
+			askedFirst(3)),
 	}, {
 		// The node is gone while the agent updates it; the in-place
 		// timeout passes.
@@ -294,14 +301,35 @@ func inPlaceScenarios() []Scenario {
 	}, {
 		// The node of an InPlaceUpdating machine lost its InPlaceUpdate
 		// condition: MCM starts the protocol over (U3) and drains the
-		// node again; the drop-in, the phase proving the drain, says
-		// ReadyForUpdate again.
+		// node again; the drop-in, the phase proving the drain and the
+		// node still as the drain left it (selected, cordoned, without
+		// pods), says ReadyForUpdate again.
 		Name: "inplace-condition-lost", Rows: rows("H11", "U3", "I5"),
 		World: conditionLost,
 		Steps: []Step{{Rows: rows("H11", "U3", "I5"), Want: want(Phase(inPlaceUpdating), Calls(), NoWrites("machine "),
 			reasonWrite(v1alpha1.CandidateForUpdate), Requeue(long))}},
 		Deviations: concat(copiedAt(0), []Deviation{{Step: 0, Heading: "ReadyForUpdate only after the drain, written with the phase",
 			Test: "TestInPlaceRows"}}),
+	}, {
+		// The agent's success on a node whose condition still says
+		// SelectedForUpdate, the machine InPlaceUpdateSuccessful: MCM
+		// makes it Running (H3), then, its U5 before the verdict's U6,
+		// drains the node again and tells the agent ReadyForUpdate, until
+		// H5 and H3 bring the machine back to Running and U6 writes the
+		// verdict; the drop-in writes the verdict first.
+		Name: "inplace-verdict-unsaid", Rows: rows("H3", "H12", "U5", "I2", "I4", "H2", "H5", "U6", "I5"),
+		World: verdictUnsaid,
+		Steps: []Step{
+			{Rows: rows("H3", "H12"), Want: want(Phase(running), Op(opHealth, stSuccessful), Calls(), noReasonWrite(), Requeue(short))},
+			{Rows: rows("U5", "I2", "I4"), Want: want(Phase(inPlaceUpdating), Op(opInPlace, stProcessing), Desc(opUpdating.Description),
+				reasonWrite(v1alpha1.ReadyForUpdate), Calls(), Requeue(medium), ErrHas("node node-1 is ready for in-place update"))},
+			{Rows: rows("H2", "H12"), Want: want(Phase(inPlaceUpdating), Calls(), Requeue(short))},
+			{Rows: rows("H5", "H12"), Want: want(Phase(inPlaceSuccessful), Op(opInPlace, stSuccessful), Calls(), Requeue(short))},
+			{Rows: rows("H3", "H12"), Want: want(Phase(running), Op(opHealth, stSuccessful), Calls(), Requeue(short))},
+			{Rows: rows("U6", "I5"), Want: want(Phase(running), reasonWrite(v1alpha1.UpdateSuccessful), Calls(), Requeue(long))},
+		},
+		Deviations: []Deviation{{Step: -1, Heading: "The agent is told again only on the node that was drained",
+			Test: "TestInPlaceFromEveryState"}},
 	}}
 }
 
