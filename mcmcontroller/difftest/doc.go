@@ -12,16 +12,18 @@
 // of its deployment) and a list of [Step]s. A step is some [Action]s
 // (script the driver's next answers or install a hook, add a node, change
 // its conditions, labels, annotations or spec, delete a node, attach a
-// volume, mark the machine for deletion, set a label, let an instance
-// vanish, move time on), then one reconcile. [Scenarios] returns the library; each step's Want is what
-// MCM does as the rows document it, and every row id and every accepted
-// deviation is checked against doc/ ([CheckScenarios]).
+// volume, mark the machine for deletion, set a label or an annotation of
+// it, let an instance vanish, move time on), then one reconcile.
+// [Scenarios] returns the library; each step's Want is what MCM does as
+// the rows document it, and every row id and every accepted deviation is
+// checked against doc/ ([CheckScenarios]).
 //
 // # Time
 //
 // MCM reads the real clock, so time is simulated by backdating what the
 // controllers read ([Env.Advance]): the machine's
-// status.currentStatus.lastUpdateTime and status.lastOperation.lastUpdateTime,
+// status.currentStatus.lastUpdateTime and preserveExpiryTime and
+// status.lastOperation.lastUpdateTime,
 // the times of its copy of the node conditions and of every node's
 // conditions, and what a controller keeps of its own ([Backdater]). The API
 // server sets creationTimestamp and deletionTimestamp and never lets them
@@ -44,9 +46,10 @@
 // snapshots of the machine, its class and secret, the nodes, the bootstrap
 // tokens and the volume attachments before and after. A [Normalizer]
 // leaves out what legitimately differs between runs: resourceVersions,
-// UIDs, generations, timestamps (leaves, and times printed in texts), the
-// namespace, bootstrap token names and generated values, and the
-// annotations of the project's own state. [Diff] compares two observations
+// UIDs, generations, timestamps (leaves, but for whether a preservation's
+// expiry is set, and times printed in texts), the namespace, bootstrap
+// token names and generated values, and the annotations of the project's
+// own state. [Diff] compares two observations
 // field by field; [Compare] compares two runs of a scenario and accepts a
 // difference only at a step a [Deviation] of the scenario covers: a section
 // of doc/mcm-compat.md that names the test of the deviation.
@@ -73,9 +76,10 @@
 // TestDropInAgainstMCM runs every scenario through both, reconcile by
 // reconcile (Compare), and, once the machine settled after the steps,
 // compares where the two runs end (CompareEnds: the last machine with its
-// conditions, each node's cordon and InPlaceUpdate condition, all the
-// driver calls); a difference no deviation of the scenario accepts fails
-// it. TestHandoverBothWays hands the machine over after its first
+// conditions, its preservation's expiry and annotations, each node's
+// cordon, InPlaceUpdate and Preserved conditions and annotations of
+// preservation, all the driver calls); a difference no deviation of the
+// scenario accepts fails it. TestHandoverBothWays hands the machine over after its first
 // reconcile ([Handover]), from the drop-in to MCM and back, and compares
 // where that run ends with MCM's own (CompareHandover).
 //

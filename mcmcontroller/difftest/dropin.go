@@ -73,17 +73,23 @@ func (d *DropIn) Start(ctx context.Context, env *Env) error {
 	o.MCM.SafetyOptions.MachineHealthTimeout.Duration = s.HealthTimeout
 	o.MCM.SafetyOptions.MachineDrainTimeout.Duration = s.DrainTimeout
 	o.MCM.SafetyOptions.MachineInPlaceUpdateTimeout.Duration = s.InPlaceUpdateTimeout
+	o.MCM.SafetyOptions.MachinePreserveTimeout.Duration = s.PreserveTimeout
 	o.MCM.SafetyOptions.MaxEvictRetries = s.MaxEvictRetries
 	o.MCM.NodeConditions = s.NodeConditions
 	if env.NoTarget {
 		o.MCM.TargetKubeconfig = options.NoTargetCluster
 	}
 	cfg := o.Config()
-	// Both controllers must time in-place updates alike: the Config the
-	// options give must carry MCM's --machine-inplace-update-timeout.
+	// Both controllers must time in-place updates and preservations
+	// alike: the Config the options give must carry MCM's
+	// --machine-inplace-update-timeout and --machine-preserve-timeout.
 	if cfg.InPlaceUpdateTimeout != s.InPlaceUpdateTimeout {
 		return fmt.Errorf("the drop-in's in-place update timeout is %v, MCM's --machine-inplace-update-timeout %v",
 			cfg.InPlaceUpdateTimeout, s.InPlaceUpdateTimeout)
+	}
+	if cfg.PreserveTimeout != s.PreserveTimeout {
+		return fmt.Errorf("the drop-in's preservation timeout is %v, MCM's --machine-preserve-timeout %v",
+			cfg.PreserveTimeout, s.PreserveTimeout)
 	}
 	opts := machines.Options{Provider: env.Driver, Config: &cfg, Namespace: env.Namespace}
 	if env.Frozen {
@@ -210,7 +216,7 @@ func (d *DropIn) BackdateObject(m *v1alpha1.Machine, by time.Duration) {
 		}
 	}
 	for _, s := range []*lifecycle.Stamp{&st.PhaseSince, &st.StageSince, &st.RetryAfter, &st.MetadataObserved,
-		&st.MetadataSince, &st.CreationFrom} {
+		&st.MetadataSince, &st.CreationFrom, &st.PreserveUntil} {
 		back(s)
 	}
 	for i := range st.Conditions {

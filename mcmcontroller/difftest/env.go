@@ -3,6 +3,7 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
@@ -31,10 +32,10 @@ const SecretFinalizer = "machine.sapcloud.io/machine-controller"
 // Settings are the controller-wide settings a scenario runs under; both
 // controllers are configured from them.
 type Settings struct {
-	// CreationTimeout, HealthTimeout, DrainTimeout and
-	// InPlaceUpdateTimeout are the defaults of MCM's flags of those names
+	// CreationTimeout, HealthTimeout, DrainTimeout, InPlaceUpdateTimeout
+	// and PreserveTimeout are the defaults of MCM's flags of those names
 	// (a machine's spec may override them).
-	CreationTimeout, HealthTimeout, DrainTimeout, InPlaceUpdateTimeout time.Duration
+	CreationTimeout, HealthTimeout, DrainTimeout, InPlaceUpdateTimeout, PreserveTimeout time.Duration
 	// MaxEvictRetries is MCM's flag of that name.
 	MaxEvictRetries int32
 	// NodeConditions are the node conditions that make a machine unhealthy
@@ -48,6 +49,7 @@ var DefaultSettings = Settings{
 	HealthTimeout:        10 * time.Minute,
 	DrainTimeout:         2 * time.Hour,
 	InPlaceUpdateTimeout: 20 * time.Minute,
+	PreserveTimeout:      96 * time.Hour,
 	MaxEvictRetries:      360,
 	NodeConditions:       "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable",
 }
@@ -217,7 +219,8 @@ func (e *Env) createNode(ctx context.Context, n corev1.Node) error {
 	return err
 }
 
-// setNodeConditions replaces the node's conditions.
+// setNodeConditions sets the node's conditions of the types of cs and
+// keeps the others.
 func (e *Env) setNodeConditions(ctx context.Context, name string, cs []corev1.NodeCondition) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := e.Core.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -226,6 +229,11 @@ func (e *Env) setNodeConditions(ctx context.Context, name string, cs []corev1.No
 		}
 		cs := append([]corev1.NodeCondition(nil), cs...)
 		stampConditions(cs, metav1.Now())
+		for _, c := range n.Status.Conditions {
+			if !slices.ContainsFunc(cs, func(s corev1.NodeCondition) bool { return s.Type == c.Type }) {
+				cs = append(cs, c)
+			}
+		}
 		n.Status.Conditions = cs
 		_, err = e.Core.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		return err
@@ -264,28 +272,45 @@ func (e *Env) deleteMachine(ctx context.Context) error {
 
 // setLabel sets or, for "", deletes a label of the machine.
 func (e *Env) setLabel(ctx context.Context, key, value string) error {
+	return e.changeMachine(ctx, func(m *v1alpha1.Machine) { setOrDelete(&m.Labels, key, value) })
+}
+
+// setAnnotation sets or, for "", deletes an annotation of the machine.
+func (e *Env) setAnnotation(ctx context.Context, key, value string) error {
+	return e.changeMachine(ctx, func(m *v1alpha1.Machine) { setOrDelete(&m.Annotations, key, value) })
+}
+
+// changeMachine applies change to the machine's object, again on a
+// conflict.
+func (e *Env) changeMachine(ctx context.Context, change func(*v1alpha1.Machine)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		m, err := e.machineClient().Get(ctx, e.Machine, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if value == "" {
-			delete(m.Labels, key)
-		} else {
-			if m.Labels == nil {
-				m.Labels = map[string]string{}
-			}
-			m.Labels[key] = value
-		}
+		change(m)
 		_, err = e.machineClient().Update(ctx, m, metav1.UpdateOptions{})
 		return err
 	})
 }
 
+// setOrDelete sets key to value in *m, made when nil, or deletes it for "".
+func setOrDelete(m *map[string]string, key, value string) {
+	if value == "" {
+		delete(*m, key)
+		return
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = value
+}
+
 // Advance makes the world look as it would d later to a controller that
 // reads the real clock. Every timestamp a controller wrote and later
 // compares with the clock moves back by d: the machine's
-// status.currentStatus.lastUpdateTime (health and in-place timeouts),
+// status.currentStatus.lastUpdateTime (health and in-place timeouts) and
+// preserveExpiryTime (the preservation's end),
 // status.lastOperation.lastUpdateTime (MCM's 30 minutes of suppressed
 // status writes), the times of the machine's copy of the node conditions
 // (the five minutes NotReady that force a drain) and of every node's
@@ -318,6 +343,9 @@ func (e *Env) Advance(ctx context.Context, d time.Duration) error {
 		}
 		s := &m.Status
 		s.CurrentStatus.LastUpdateTime = back(s.CurrentStatus.LastUpdateTime, d)
+		if t := s.CurrentStatus.PreserveExpiryTime; t != nil {
+			*t = back(*t, d)
+		}
 		s.LastOperation.LastUpdateTime = back(s.LastOperation.LastUpdateTime, d)
 		backConditions(s.Conditions, d)
 		if b, ok := e.ctl.(Backdater); ok {

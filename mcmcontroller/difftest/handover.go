@@ -77,8 +77,9 @@ var (
 
 // CompareHandover compares where a run handed over between controllers
 // (b) ends with where the reference controller's own run (a) ends: the
-// machine once settled, its conditions included, each node's cordon and
-// InPlaceUpdate condition, and how many times CreateMachine was asked. The
+// machine once settled, its conditions and preservation included, each
+// node's cordon, InPlaceUpdate and Preserved conditions and annotations of
+// preservation, and how many times CreateMachine was asked. The
 // driver calls are not compared otherwise: the controller that went first
 // may have asked fewer. A difference is accepted only by a deviation of sc
 // at step [End].

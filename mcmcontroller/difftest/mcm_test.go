@@ -108,6 +108,7 @@ func (c *mcmController) Start(ctx context.Context, env *Env) error {
 		MachineHealthTimeout:                     metav1.Duration{Duration: s.HealthTimeout},
 		MachineDrainTimeout:                      metav1.Duration{Duration: s.DrainTimeout},
 		MachineInPlaceUpdateTimeout:              metav1.Duration{Duration: s.InPlaceUpdateTimeout},
+		MachinePreserveTimeout:                   metav1.Duration{Duration: s.PreserveTimeout},
 		MaxEvictRetries:                          s.MaxEvictRetries,
 		PvDetachTimeout:                          metav1.Duration{Duration: 2 * time.Minute},
 		PvReattachTimeout:                        metav1.Duration{Duration: 90 * time.Second},

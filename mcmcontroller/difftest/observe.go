@@ -36,10 +36,11 @@ type Observation struct {
 	// "<kind> <name>: <path>: <before> -> <after>", "+" and "-" for a
 	// value set or removed, "created" and "deleted" for whole objects.
 	Writes []string
-	// Nodes is each node's part in the in-place update after the
-	// reconcile: whether it is cordoned and its InPlaceUpdate condition,
-	// one line a node, sorted. Like Machine.Conditions, compared only
-	// where the runs end.
+	// Nodes is each node's part in the in-place update and in
+	// preservation after the reconcile: whether it is cordoned, its
+	// InPlaceUpdate and Preserved conditions and its annotations of
+	// preservation, one line a node, sorted. Like Machine.Conditions,
+	// compared only where the runs end.
 	Nodes []string
 	// Result and Err are what the controller reported; not compared.
 	Result Result
@@ -63,6 +64,10 @@ type MachineView struct {
 	// only where the runs end (lastMachines); at each step their writes
 	// are.
 	Conditions []string
+	// Preservation is whether the machine has a preservation's expiry and
+	// its annotations of preservation, one "key=value" line each, in that
+	// order; like Conditions, compared only where the runs end.
+	Preservation []string
 }
 
 // OpView is a LastOperation without its time; the description normalised.
@@ -155,8 +160,9 @@ func onlyIn(a, b []string) []string {
 
 // Normalizer removes from what is observed what legitimately differs
 // between two runs of a scenario: resourceVersions, UIDs, generations,
-// managed fields and every timestamp (a leaf that is a time, and a time
-// printed inside a text), the scenario's namespace (different per run), the
+// managed fields and every timestamp (a leaf that is a time, but for the
+// preservation's expiry, kept as "<time>" so that it is seen set or
+// cleared, and a time printed inside a text), the scenario's namespace (different per run), the
 // names and generated values of bootstrap tokens, and annotations under
 // the prefixes a controller keeps its own state in.
 type Normalizer struct {
@@ -337,6 +343,9 @@ func walk(path string, v any, n *Normalizer, out map[string]string) {
 		}
 	case string:
 		if _, err := time.Parse(time.RFC3339, v); err == nil {
+			if presentTimes[path] {
+				out[path] = "<time>"
+			}
 			return
 		}
 		out[path] = n.Text(v)
@@ -345,6 +354,10 @@ func walk(path string, v any, n *Normalizer, out map[string]string) {
 		out[path] = fmt.Sprint(v)
 	}
 }
+
+// presentTimes are the time leaves kept, as "<time>", so that setting or
+// clearing one is a write: the preservation's expiry.
+var presentTimes = map[string]bool{"status.currentStatus.preserveExpiryTime": true}
 
 // join joins a path and a key.
 func join(path, k string) string {
@@ -411,7 +424,33 @@ func machineView(s snapshot, name string) MachineView {
 	}
 	sort.Strings(v.Finalizers)
 	v.Conditions = conditionLines(leaves, "status.conditions")
+	if t, ok := leaves["status.currentStatus.preserveExpiryTime"]; ok {
+		v.Preservation = append(v.Preservation, "preserveExpiryTime="+t)
+	}
+	v.Preservation = append(v.Preservation, annotationLines(leaves, preserveAnnotation, lastAppliedNodePreserve)...)
 	return v
+}
+
+// The annotations of preservation: the preserve annotation of machines
+// and nodes, MCM's record on a machine of its node's value, and the
+// cluster autoscaler's on a preserved node.
+const (
+	preserveAnnotation      = "node.machine.sapcloud.io/preserve"
+	lastAppliedNodePreserve = "node.machine.sapcloud.io/last-applied-node-preserve-value"
+	scaleDownDisabled       = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	scaleDownDisabledByMCM  = "cluster-autoscaler.kubernetes.io/scale-down-disabled-by-mcm"
+)
+
+// annotationLines returns the annotations of an object's leaves with the
+// keys given, one "key=value" line each, in the keys' order.
+func annotationLines(leaves map[string]string, keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		if v, ok := leaves["metadata.annotations."+k]; ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // conditionLines returns the conditions under path of an object's leaves,
@@ -429,9 +468,10 @@ func conditionLines(leaves map[string]string, path string) []string {
 	return out
 }
 
-// nodeViews returns each node's part in the in-place update, from a
-// snapshot: "<name>: unschedulable <v>, <the InPlaceUpdate condition's
-// line>", sorted.
+// nodeViews returns each node's part in the in-place update and in
+// preservation, from a snapshot: "<name>: unschedulable <v>", then its
+// InPlaceUpdate and Preserved conditions' lines and its annotations of
+// preservation, sorted.
 func nodeViews(s snapshot) []string {
 	var out []string
 	for key, leaves := range s {
@@ -441,9 +481,12 @@ func nodeViews(s snapshot) []string {
 		}
 		line := fmt.Sprintf("%s: unschedulable %q", name, leaves["spec.unschedulable"])
 		for _, c := range conditionLines(leaves, "status.conditions") {
-			if strings.HasPrefix(c, "InPlaceUpdate ") {
+			if strings.HasPrefix(c, "InPlaceUpdate ") || strings.HasPrefix(c, "Preserved ") {
 				line += ", " + c
 			}
+		}
+		for _, a := range annotationLines(leaves, preserveAnnotation, scaleDownDisabled, scaleDownDisabledByMCM) {
+			line += ", " + a
 		}
 		out = append(out, line)
 	}

@@ -252,13 +252,17 @@ func (sc *Scenario) judge(refused, accepted []string, i, first int, prefix strin
 }
 
 // lastMachines returns the differences of the machines where the runs a
-// and b end: the fields Diff compares, the machine's conditions, and the
-// nodes' part in the in-place update.
+// and b end: the fields Diff compares, the machine's conditions and
+// preservation, and the nodes' part in the in-place update and in
+// preservation.
 func lastMachines(a, b []Observation) []string {
 	la, lb := &a[len(a)-1], &b[len(b)-1]
 	d := Diff(&Observation{Machine: la.Machine}, &Observation{Machine: lb.Machine})
 	if !slices.Equal(la.Machine.Conditions, lb.Machine.Conditions) {
 		d = append(d, fmt.Sprintf("machine conditions: %q | %q", la.Machine.Conditions, lb.Machine.Conditions))
+	}
+	if !slices.Equal(la.Machine.Preservation, lb.Machine.Preservation) {
+		d = append(d, fmt.Sprintf("machine preservation: %q | %q", la.Machine.Preservation, lb.Machine.Preservation))
 	}
 	if !slices.Equal(la.Nodes, lb.Nodes) {
 		d = append(d, fmt.Sprintf("nodes: %q | %q", la.Nodes, lb.Nodes))
@@ -279,8 +283,9 @@ func steps(obs []Observation) []Observation {
 
 // CompareEnds compares where two controllers' runs of sc end, once the
 // machine settled, whatever the deviations of its steps: the machine after
-// the last reconcile, its conditions included, each node's cordon and
-// InPlaceUpdate condition, and all the driver calls of the run, in order.
+// the last reconcile, its conditions and preservation included, each
+// node's cordon, InPlaceUpdate and Preserved conditions and annotations of
+// preservation, and all the driver calls of the run, in order.
 // A difference is accepted only by a deviation of sc at step [End].
 func CompareEnds(sc *Scenario, a, b []Observation) (refused, accepted []string) {
 	if len(a) == 0 || len(b) == 0 {

@@ -152,8 +152,10 @@ func AddNode(n corev1.Node) Action {
 	}}
 }
 
-// SetNodeConditions replaces the named node's conditions, stamped now
-// where their times are zero.
+// SetNodeConditions sets the named node's conditions of the types of cs,
+// stamped now where their times are zero, and keeps those of other types,
+// as a kubelet keeps the conditions others write (InPlaceUpdate,
+// Preserved, Terminating).
 func SetNodeConditions(node string, cs ...corev1.NodeCondition) Action {
 	return Action{Name: fmt.Sprintf("node %s conditions %s", node, condString(cs)), Do: func(ctx context.Context, e *Env) error {
 		return e.setNodeConditions(ctx, node, cs)
@@ -218,6 +220,13 @@ func Vanish(providerID string) Action {
 func SetLabel(key, value string) Action {
 	return Action{Name: fmt.Sprintf("machine label %s=%q", key, value), Do: func(ctx context.Context, e *Env) error {
 		return e.setLabel(ctx, key, value)
+	}}
+}
+
+// AnnotateMachine sets an annotation of the machine ("" deletes it).
+func AnnotateMachine(key, value string) Action {
+	return Action{Name: fmt.Sprintf("machine annotation %s=%q", key, value), Do: func(ctx context.Context, e *Env) error {
+		return e.setAnnotation(ctx, key, value)
 	}}
 }
 

@@ -127,7 +127,8 @@ func TestDiffNamesEachField(t *testing.T) {
 }
 
 // The normalizer replaces printed times, the run's namespace and token
-// names, and a snapshot leaves out time leaves and ignored annotations.
+// names, and a snapshot leaves out time leaves, but for whether the
+// preservation's expiry is set, and ignored annotations.
 func TestNormalizer(t *testing.T) {
 	n := &Normalizer{Namespace: "mcm-3-x", IgnoredAnnotations: DefaultIgnoredAnnotations}
 	got := n.Text(`Node Conditions: [{LastHeartbeatTime:2026-11-29 02:39:39 +0000 UTC LastTransitionTime:0001-01-01 00:00:00 +0000 UTC}] ` +
@@ -140,15 +141,16 @@ func TestNormalizer(t *testing.T) {
 		"metadata": map[string]any{"resourceVersion": "7", "annotations": map[string]any{
 			"machine.purelifecycle.dev/state": "{}", "kept": "yes"}},
 		"status": map[string]any{"lastUpdateTime": "2026-11-29T02:39:39Z",
-			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+			"currentStatus": map[string]any{"preserveExpiryTime": "2026-12-03T02:39:39Z"},
+			"conditions":    []any{map[string]any{"type": "Ready", "status": "True"}}},
 		"spec": map[string]any{"taints": []any{map[string]any{"key": "k", "effect": "NoSchedule"}}, "list": []any{"a"}},
 	}, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLeaves := map[string]string{"metadata.annotations.kept": "yes", "status.conditions[type=Ready].type": "Ready",
-		"status.conditions[type=Ready].status": "True", "spec.taints[key=k].key": "k", "spec.taints[key=k].effect": "NoSchedule",
-		"spec.list[0]": "a"}
+	wantLeaves := map[string]string{"metadata.annotations.kept": "yes", "status.currentStatus.preserveExpiryTime": "<time>",
+		"status.conditions[type=Ready].type": "Ready", "status.conditions[type=Ready].status": "True",
+		"spec.taints[key=k].key": "k", "spec.taints[key=k].effect": "NoSchedule", "spec.list[0]": "a"}
 	if len(leaves) != len(wantLeaves) {
 		t.Errorf("leaves %v", leaves)
 	}

@@ -22,6 +22,7 @@ func Scenarios() []Scenario {
 	out = append(out, healthScenarios()...)
 	out = append(out, deletionScenarios()...)
 	out = append(out, inPlaceScenarios()...)
+	out = append(out, preserveScenarios()...)
 	for i := range out {
 		if d, ok := passGoesOn[out[i].Name]; ok {
 			out[i].Deviations = append(out[i].Deviations, d)
