@@ -221,7 +221,12 @@ func (x *decider) inPlaceUpdating(n *Node) {
 		// I3, I1: the agent works; its verdict is a node change, which
 		// the shell sees; the timeout wakes the machine at the latest. A
 		// node that is no longer the one drained (a new node object,
-		// uncordoned, with pods) is not told again: the update times out.
+		// uncordoned, with pods) is not told again: the update times out;
+		// its condition is kept in line with its labels meanwhile (U3-U7).
+		if n != nil && x.syncInPlace(n) {
+			x.requeue(retry.Medium)
+			return
+		}
 		x.rule(RuleInPlaceWaitAgent)
 		x.requeue(retry.Medium)
 	}

@@ -386,6 +386,12 @@ func TestInPlaceFromEveryState(t *testing.T) {
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RuleInPlaceWaitAgent, d.Rule)
 		require.Empty(t, d.Lines())
+		// Labelled again by its owner: the condition follows the labels
+		// (U3), the agent is still not told.
+		in.Node = inPlaceNode(selected, "")
+		in.Node.Unschedulable = false
+		d = step(t, cfg, in)
+		require.Equal(t, []string{conditionLine(lifecycle.ReasonCandidateForUpdate)}, d.Lines())
 	})
 	t.Run("InPlaceUpdating, the owner finished before the verdict was read: the condition's verdict counts", func(t *testing.T) {
 		in := updatingPhaseInput(0, lifecycle.ReasonUpdateSuccessful)
