@@ -21,27 +21,34 @@ import (
 // world's events (time passing a deadline, the node registering, turning
 // unhealthy or going, the instance vanishing, deletion, a spec change, the
 // observer degrading or recovering, the limiter's grant, the node's owner
-// and agent in an in-place update), from new machines, Running ones,
+// and agent in an in-place update, a user asking or taking back the
+// machine's preservation, the fleet's grant of auto-preservation, time
+// passing a preservation's expiry), from new machines, Running ones,
 // machines taken over from another controller at every phase and deletion
 // step it leaves them in, machines found in the middle of an in-place
-// update, and machines whose status lost a write. Every transition must
-// keep the safety promises (those of lifecycletest.Check; one instance per
-// incarnation, none left when gone or once our finalizer is removed;
-// metadata never reported in sync while the instance lacks a key; the node
-// agent told ReadyForUpdate only of a node drained and cordoned). Once
-// faults stop, every machine must reach an end state, the one expected of
-// it: from every reachable state a fault-free path leads to an end state
-// (gone or our finalizer removed, Running in sync with no in-place update
-// asked, Available, or Failed awaiting replacement), no fair cycle of
-// fault-free transitions avoids every end state through a state whose
-// deadlines have all passed (a machine waiting or looping forever), and no
-// fault-free path ends other than expected: gone once deleting, Running
-// (Available) once the instance exists and its node is healthy, Failed only
-// where a timeout can fire (an in-place update's agent that stalls
-// included); and an in-place update whose agent did not fail can end
-// Running. Every rule of the flows must be decided (or emitted) in some
-// exploration. The explorations run in parallel; the same ones draw the flow
-// diagrams of doc/diagrams.md.
+// update or preserved, and machines whose status lost a write. Every
+// transition must keep the safety promises (those of lifecycletest.Check;
+// one instance per incarnation, none left when gone or once our finalizer
+// is removed; metadata never reported in sync while the instance lacks a
+// key; the node agent told ReadyForUpdate only of a node drained and
+// cordoned; a machine made Failed keeps the expiry its preservation asks;
+// the Preserved condition True only while asked, and of a Failed machine's
+// node only once drained and cordoned; no cordon lifted for a preservation
+// but the preservation's). Once faults stop, every machine must reach an
+// end state, the one expected of it: from every reachable state a
+// fault-free path leads to an end state (gone or our finalizer removed,
+// Running in sync with no in-place update asked, Available, or Failed
+// awaiting replacement, the last three with no preservation under way or
+// asked and the node given back), no fair cycle of fault-free transitions
+// avoids every end state through a state whose deadlines have all passed (a
+// machine waiting or looping forever), and no fault-free path ends other
+// than expected: gone once deleting, Running (Available) once the instance
+// exists and its node is healthy, Failed only where a timeout can fire (an
+// in-place update's agent that stalls included); an in-place update whose
+// agent did not fail can end Running, and a Failed machine preserved until
+// its expiry can end Failed, its preservation over. Every rule of the flows
+// must be decided (or emitted) in some exploration. The explorations run in
+// parallel; the same ones draw the flow diagrams of doc/diagrams.md.
 func TestModelCheck(t *testing.T) {
 	skipUnlessExhaustive(t)
 	xs := lifecycletest.Explorations()
@@ -117,7 +124,7 @@ func explore(t *testing.T, x lifecycletest.Exploration) lifecycletest.Report {
 }
 
 // flowPrefixes are the prefixes of the identifiers of the flows' rules.
-var flowPrefixes = []string{"create.", "health.", "delete.", "update.", "metadata.", "inplace."}
+var flowPrefixes = []string{"create.", "health.", "delete.", "update.", "metadata.", "inplace.", "preserve."}
 
 func flowRule(r lifecycle.Rule) bool {
 	for _, p := range flowPrefixes {

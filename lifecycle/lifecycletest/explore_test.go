@@ -2,6 +2,7 @@ package lifecycletest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,8 @@ func TestStartStates(t *testing.T) {
 	require.Equal(t, "Start(13)", Start(13).String())
 	require.Equal(t, "Start(77)", (adoptedBase | 13).String(), "a place past the adoptions")
 	require.Equal(t, "Start(156)", (inPlaceBase | Start(len(inPlacePlaces))).String(), "an in-place place past the places")
+	require.Equal(t, fmt.Sprintf("Start(%d)", 256+len(preservePlaces)), (preserveBase | Start(len(preservePlaces))).String(),
+		"a preservation place past the places")
 	require.True(t, startState(StartRunning, VariantHealthTimeoutDisabled).obj.Overrides.DisableHealthTimeout)
 
 	places := map[Place]int{}
@@ -157,7 +160,10 @@ func TestEventsString(t *testing.T) {
 	require.Equal(t, "", Events(0).String())
 	require.Equal(t, "grant, instance gone, node unreadable, metadata key removed, in-place update", (EventGrant |
 		EventInstanceGone | EventNodeUnreadable | EventMetadataKeyRemoved | eventInPlace).String())
-	require.Equal(t, Events(1<<16-1), eventsAll)
+	require.Equal(t, "in-place update, preservation, preservation on the node, auto-preservation, an administrator's cordon",
+		(eventInPlace | eventPreserve | eventPreserveNode | eventAutoPreserve | eventCordon).String())
+	require.Equal(t, "Events(0x100000)", Events(1<<20).String())
+	require.Equal(t, Events(1<<20-1), eventsAll)
 }
 
 func TestVariantsString(t *testing.T) {

@@ -41,6 +41,8 @@ func Configs() *rapid.Generator[lifecycle.Config] {
 		c.HealthTimeout = time.Duration(rapid.IntRange(1, 20).Draw(t, "health minutes")) * time.Minute
 		c.DrainTimeout = time.Duration(rapid.IntRange(1, 120).Draw(t, "drain minutes")) * time.Minute
 		c.InPlaceUpdateTimeout = time.Duration(rapid.IntRange(1, 40).Draw(t, "in-place minutes")) * time.Minute
+		c.PreserveTimeout = time.Duration(rapid.IntRange(1, 120).Draw(t, "preserve minutes")) * time.Minute
+		c.AutoPreserve = rapid.IntRange(0, 2).Draw(t, "auto-preserve")
 		c.NoTargetCluster = rapid.IntRange(0, 9).Draw(t, "no target cluster") == 0
 		c.VerifyOwner = rapid.Bool().Draw(t, "verify owner")
 		if rapid.Bool().Draw(t, "percent") {
@@ -80,8 +82,9 @@ func Results() *rapid.Generator[driverapi.Result] {
 }
 
 // Statuses draws statuses: every phase (the in-place update's included),
-// stage (the drains of a kept node included) and known flag, with or
-// without an instance, stamps around Epoch.
+// stage (the drains of a kept node included) and known flag
+// (preservation's included), with or without an instance, stamps around
+// Epoch, a preservation's expiry among them.
 func Statuses() *rapid.Generator[lifecycle.Status] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
 		st := lifecycle.Status{
@@ -106,6 +109,7 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 			MetadataObserved:   Stamps().Draw(t, "metadata observed"),
 			MetadataSince:      Stamps().Draw(t, "metadata since"),
 			CreationFrom:       Stamps().Draw(t, "creation from"),
+			PreserveUntil:      Stamps().Draw(t, "preserve until"),
 		}
 		st.Failures.Create = uint8(rapid.IntRange(0, 3).Draw(t, "create failures"))
 		st.Failures.Health = uint8(rapid.IntRange(0, 2).Draw(t, "health failures"))
@@ -157,7 +161,10 @@ func Metadata() *rapid.Generator[map[string]string] {
 // middle of an in-place update: labelled candidate, selected, with the
 // agent's verdict and its reason of a failure, as the protocol has them or
 // in any combination, and its InPlaceUpdate condition at any reason the
-// protocol gives or at one it does not know.
+// protocol gives or at one it does not know. And preserved, or asked to
+// be: its preserve annotation at any value, cordoned, the autoscaler kept
+// off, its Preserved condition True or False at any of its reasons, with
+// a message that names an expiry or another.
 func Nodes() *rapid.Generator[lifecycle.Node] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Node {
 		if rapid.IntRange(0, 3).Draw(t, "no node") == 0 {
@@ -188,6 +195,7 @@ func Nodes() *rapid.Generator[lifecycle.Node] {
 				Status: lifecycle.ConditionStatus(rapid.IntRange(0, 2).Draw(t, "unwatched status"))})
 		}
 		inPlaceUpdate(t, &n)
+		preservation(t, &n)
 		switch rapid.IntRange(0, 7).Draw(t, "evidence") {
 		case 0: // a node that reports no conditions at all
 			n.Conditions = nil
@@ -227,6 +235,37 @@ func inPlaceUpdate(t *rapid.T, n *lifecycle.Node) {
 	}
 }
 
+// preserveValues are the values of the preserve annotation the generators
+// draw, unset most often.
+var preserveValues = []lifecycle.Preserve{lifecycle.PreserveUnset, lifecycle.PreserveUnset, lifecycle.PreserveUnset,
+	lifecycle.PreserveFalse, lifecycle.PreserveNow, lifecycle.PreserveWhenFailed, lifecycle.PreserveAutoPreserved,
+	lifecycle.PreserveInvalid}
+
+// preservedReasons are the reasons of the Preserved condition Nodes draws:
+// the lifecycle's (MCM's), and one nobody knows.
+var preservedReasons = []string{lifecycle.ReasonPreservedByUser, lifecycle.ReasonPreservedByMCM,
+	lifecycle.ReasonPreservationStopped, "ReasonNobodyKnows"}
+
+// preservation draws node n's part of a preservation: its preserve
+// annotation, its cordon, the autoscaler's annotation by MCM, and its
+// Preserved condition after its other conditions, its message naming an
+// expiry (drained or not) or none.
+func preservation(t *rapid.T, n *lifecycle.Node) {
+	n.Preserve = rapid.SampledFrom(preserveValues).Draw(t, "node preserve")
+	n.Unschedulable = rapid.IntRange(0, 3).Draw(t, "cordoned") == 0
+	n.ScaleDownDisabled = rapid.IntRange(0, 3).Draw(t, "scale-down disabled") == 0
+	if rapid.IntRange(0, 3).Draw(t, "preserved condition") > 0 {
+		return
+	}
+	c := lifecycle.Condition{Type: lifecycle.ConditionPreserved,
+		Status: rapid.SampledFrom([]lifecycle.ConditionStatus{lifecycle.ConditionTrue, lifecycle.ConditionFalse}).Draw(t, "preserved"),
+		Since:  Stamps().Draw(t, "preserved since"), Reason: rapid.SampledFrom(preservedReasons).Draw(t, "preserved reason")}
+	if until := Stamps().Draw(t, "preserved until"); until != 0 {
+		c.Message = presMessage(until, rapid.Bool().Draw(t, "drained message"))
+	}
+	n.Conditions = append(n.Conditions, c)
+}
+
 // Inputs draws inputs of one machine "machine-1" (UID "uid-1") with any
 // status, observation, problem, grant and outcome, the previous decision's
 // own outcome among them. Half the statuses are arbitrary ([Statuses]), a
@@ -234,8 +273,10 @@ func inPlaceUpdate(t *rapid.T, n *lifecycle.Node) {
 // quarter come after a lost or partial write ([StatusesAfterLostWrites]);
 // the object's providerID and node label, and its desired metadata, are
 // drawn independently of them, so a status and its object may name
-// different instances, nodes and keys. An outcome's driver call may also
-// find the instance vanished out of band (NotFound).
+// different instances, nodes and keys. The machine's preserve annotation,
+// its preservation timeout and the fleet's grant of auto-preservation are
+// drawn as well. An outcome's driver call may also find the instance
+// vanished out of band (NotFound).
 func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Input {
 		in := lifecycle.Input{
@@ -249,6 +290,7 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 				ForceDeletion:    rapid.IntRange(0, 5).Draw(t, "force deletion") == 0,
 				ForceDrain:       rapid.IntRange(0, 5).Draw(t, "force drain") == 0,
 				UpdateGeneration: rapid.Int64Range(0, 2).Draw(t, "desired generation"),
+				Preserve:         rapid.SampledFrom(preserveValues).Draw(t, "machine preserve"),
 			},
 			Status: rapid.OneOf(Statuses(), Statuses(), AdoptedStatuses(), StatusesAfterLostWrites()).
 				Draw(t, "status"),
@@ -265,6 +307,10 @@ func Inputs(cfg lifecycle.Config) *rapid.Generator[lifecycle.Input] {
 			in.Grant.Held = in.Now.Add(Durations().Draw(t, "held for") - Durations().Draw(t, "held since"))
 		}
 		in.Object.Metadata = Metadata().Draw(t, "desired metadata")
+		in.Grant.Preserve = rapid.IntRange(0, 3).Draw(t, "auto-preserve grant") == 0
+		if rapid.IntRange(0, 5).Draw(t, "own preserve timeout") == 0 {
+			in.Object.Overrides.PreserveTimeout = time.Duration(rapid.IntRange(1, 120).Draw(t, "own preserve minutes")) * time.Minute
+		}
 		if rapid.IntRange(0, 3).Draw(t, "deleting") == 0 {
 			in.Object.DeletionTime = in.Now.Add(-Durations().Draw(t, "deleting for"))
 		}
@@ -380,7 +426,8 @@ var adoptedPhases = []phase.Phase{phase.None, phase.CrashLoopBackOff, phase.Pend
 // node label), node conditions and the provider's last known state as MCM
 // mirrors them, and none of the lifecycle's own bookkeeping: no stage,
 // flags, failures, sequence or stamps, and a creation attempt only where a
-// stale annotation left one.
+// stale annotation left one. MCM's preserveExpiryTime, the expiry of a
+// preservation, is drawn too: none, or a stamp around Epoch.
 func AdoptedStatuses() *rapid.Generator[lifecycle.Status] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
 		p := rapid.SampledFrom(adoptedPhases).Draw(t, "phase")
@@ -398,6 +445,9 @@ func AdoptedStatuses() *rapid.Generator[lifecycle.Status] {
 		if rapid.Bool().Draw(t, "last known state") {
 			st.LastKnownState = "provider state"
 		}
+		if rapid.IntRange(0, 3).Draw(t, "preserve expiry") == 0 {
+			st.PreserveUntil = Stamps().Draw(t, "preserve expiry time")
+		}
 		return st
 	})
 }
@@ -407,12 +457,14 @@ func AdoptedStatuses() *rapid.Generator[lifecycle.Status] {
 // state of a status the lifecycle wrote, with its own bookkeeping (stage,
 // stage start, flags, failures, attempt, sequence, phase start, retry
 // time, the recorded instance, node and owner, the generations, the
-// observed metadata and its stamps, the creation start) lost altogether,
+// observed metadata and its stamps, the creation start, the
+// preservation's expiry) lost altogether,
 // taken from an older status of the same machine, or mixed field by field
 // from the two and nothing. The statuses come from a random walk of the
 // world Explore explores, from any of its start states (new, Running,
 // taken over from another controller, in the middle of an in-place
-// update), through any of its transitions, faults included.
+// update, preserved or asked to be), through any of its transitions,
+// faults included.
 func StatusesAfterLostWrites() *rapid.Generator[lifecycle.Status] {
 	return rapid.Custom(func(t *rapid.T) lifecycle.Status {
 		older, newer := walkStatuses(t)
@@ -465,6 +517,7 @@ var bookkeeping = []struct {
 	{"metadata", func(st, src *lifecycle.Status) {
 		st.Metadata, st.MetadataObserved, st.MetadataSince = src.Metadata, src.MetadataObserved, src.MetadataSince
 	}},
+	{"preservation", func(st, src *lifecycle.Status) { st.PreserveUntil = src.PreserveUntil }},
 }
 
 // copyBookkeeping copies every bookkeeping field of src into st.
@@ -483,11 +536,12 @@ func walkStatuses(t *rapid.T) (older, newer lifecycle.Status) {
 	v := Variants(0)
 	switch rapid.IntRange(0, 5).Draw(t, "variant") {
 	case 0:
-		// In-place updates need a target cluster.
+		// In-place updates and preserved nodes need a target cluster.
 		v = VariantNoTargetCluster
 		starts = slices.DeleteFunc(starts, func(p Start) bool {
 			_, inPlace := inPlacePlaceOf(p)
-			return inPlace
+			_, preserved := preservePlaceOf(p)
+			return inPlace || preserved
 		})
 	case 1:
 		v = variantAgentFails

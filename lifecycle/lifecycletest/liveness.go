@@ -392,8 +392,12 @@ func (e *explorer) checkLiveness(rep *Report) {
 	for v := range int32(n) {
 		if want := e.want[v]; want != 0 && l.reach[l.comp[v]]&want == 0 {
 			unexpected(v, func() string {
-				return fmt.Sprintf("no fault-free path ends %s, as one must from an in-place update whose agent did not "+
-					"fail; they end %s", endsString(want), endsString(l.reach[l.comp[v]]))
+				why := "an in-place update whose agent did not fail"
+				if want == endFailed {
+					why = "a Failed machine preserved until its expiry"
+				}
+				return fmt.Sprintf("no fault-free path ends %s, as one must from %s; they end %s", endsString(want), why,
+					endsString(l.reach[l.comp[v]]))
 			})
 		}
 	}

@@ -30,7 +30,9 @@ func ShellStarts() []Start {
 // [StartNewWhilePredecessorTerminates], whose older incarnation would need
 // a part of the cluster the checker does not play, the machines found in
 // the middle of an in-place update, whose node's owner and agent it does
-// not play either, and those of [KnownIssueShellStarts].
+// not play either, the machines found preserved or asked to be, whose
+// annotations and grant it does not play, and those of
+// [KnownIssueShellStarts].
 func AllShellStarts() []Start {
 	known := KnownIssueShellStarts()
 	return slices.DeleteFunc(allStarts(), func(p Start) bool {

@@ -12,10 +12,11 @@ import (
 // Start names a state an [Exploration] starts from. Besides the named
 // constants, [AdoptedStarts] lists the machines taken over from another
 // controller at every place it leaves them, and [LostWriteStarts] the
-// machines whose status lost a write; the in-place update's exploration
-// also starts from machines found in the middle of an in-place update of
-// their node (starts_inplace.go).
-type Start uint8
+// machines whose status lost a write; the in-place update's explorations
+// also start from machines found in the middle of an in-place update of
+// their node (starts_inplace.go), and preservation's from machines found
+// preserved or asked to be (starts_preserve.go).
+type Start uint16
 
 // The start states.
 const (
@@ -209,6 +210,9 @@ func (p Start) String() string {
 	if name := inPlaceStartString(p); name != "" {
 		return name
 	}
+	if name := preserveStartString(p); name != "" {
+		return name
+	}
 	if a, pid, label, ok := adoptionOf(p); ok {
 		place := a.phase.Label()
 		if a.phase == phase.None {
@@ -229,22 +233,25 @@ func (p Start) String() string {
 		}
 		return fmt.Sprintf("machine taken over at %s, %s, %s", place, with(pid, "providerID"), with(label, "node label"))
 	}
-	return fmt.Sprintf("Start(%d)", uint8(p))
+	return fmt.Sprintf("Start(%d)", uint16(p))
 }
 
 // allStarts returns every start state: the named ones, those of
-// AdoptedStarts and those of inPlaceStarts.
+// AdoptedStarts, inPlaceStarts and preserveStarts.
 func allStarts() []Start {
 	var out []Start
 	for p := range startNamed {
 		out = append(out, p)
 	}
-	return append(append(out, AdoptedStarts()...), inPlaceStarts(0, true)...)
+	return append(append(append(out, AdoptedStarts()...), inPlaceStarts(0, true)...), preserveStarts()...)
 }
 
 // startState returns the state a [Start] names, with variants v.
 func startState(p Start, v Variants) wState {
 	if s, ok := inPlaceStartState(p, v); ok {
+		return s
+	}
+	if s, ok := preserveStartState(p, v); ok {
 		return s
 	}
 	s := wState{now: Epoch.Add(time.Minute), obj: lifecycle.Object{Name: wName, UID: wUID, Owner: "ms",

@@ -13,13 +13,14 @@ import (
 // The bounded world of [Explore]: one machine "machine-1" (UID "uid-1",
 // owner "ms", created at Epoch), its object, node, bootstrap token,
 // observer, limiter grant, the problems the shell may find, and the
-// provider's instances, and the node's owner and agent in an in-place
-// update. This file holds the concrete states, what the shell would pass
-// to Step in them, and which of them are end states or break an
-// invariant; world_key.go holds their abstraction, world_driver.go the
-// provider's answers, world_events.go the successors of a state,
-// world_inplace.go the in-place update's part of all of these, and
-// explore.go the search.
+// provider's instances, the node's owner and agent in an in-place update,
+// and the users and the fleet that ask the machine's preservation. This
+// file holds the concrete states, what the shell would pass to Step in
+// them, and which of them are end states or break an invariant;
+// world_key.go holds their abstraction, world_driver.go the provider's
+// answers, world_events.go the successors of a state, world_inplace.go
+// the in-place update's part of all of these, world_preserve.go
+// preservation's, and explore.go the search.
 
 // The identity of the explored machine, its instance and its node.
 const (
@@ -35,7 +36,8 @@ const (
 // wCfg is the configuration every exploration decides with unless a
 // variant changes it: MCM's defaults with a 30-minute drain timeout, so
 // that every deadline is within the world's time steps (6, 11 and 31
-// minutes).
+// minutes). A preservation lasts MCM's default, four days: time reaches
+// its expiry by an event of its own.
 var wCfg = func() lifecycle.Config {
 	c := lifecycle.DefaultConfig()
 	c.CreationTimeout = 20 * time.Minute
@@ -143,12 +145,23 @@ type wState struct {
 	// not cordoned (readyUndrained), and the agent updating such a node
 	// (agentUndrained).
 	readyUndrained, agentUndrained bool
+	// Preservation (world_preserve.go): the own node's preserve
+	// annotation, the cluster autoscaler's annotations on it, its
+	// Preserved condition (presStatus, with its reason and message), who
+	// cordoned it (cordonBy, while cordoned), and the fleet's grant of
+	// auto-preservation.
+	nodePreserve        lifecycle.Preserve
+	sdDisabled, sdByMCM bool
+	presStatus          uint8
+	presReason, presMsg string
+	cordonBy            uint8
+	grantPreserve       bool
 }
 
 // input is what the shell would pass to Step in this state.
 func (s *wState) input() lifecycle.Input {
 	in := lifecycle.Input{Now: s.now, Object: s.obj, Status: s.st, TokenExists: s.token,
-		Grant: lifecycle.Grant{Fail: s.grant}, Outcome: s.outcome, Problem: s.problem,
+		Grant: lifecycle.Grant{Fail: s.grant, Preserve: s.grantPreserve}, Outcome: s.outcome, Problem: s.problem,
 		PredecessorTerminating: s.predecessor}
 	if s.gone {
 		in.Object = lifecycle.Object{}
@@ -192,6 +205,7 @@ func (s *wState) nodeObject() lifecycle.Node {
 			n.Pods = 1
 		}
 		s.inPlaceNode(&n)
+		s.preserveNode(&n)
 		return n
 	case 2:
 		return lifecycle.Node{Name: wNode, ProviderID: "test:///vm-other",
@@ -204,7 +218,9 @@ func (s *wState) nodeObject() lifecycle.Node {
 // finalizer removed once the instance is gone; Running with its update applied
 // (or refused) and its metadata in sync, as the lifecycle reports it and as
 // the instance really carries it, and no in-place update asked or under way
-// (inPlaceSettled); Available; or Failed.
+// (inPlaceSettled); Available; or Failed; the last three with their
+// preservation over, or never asked (preserveSettled): a machine kept until
+// its expiry is not at its end.
 func (s *wState) end() bool {
 	st := &s.st
 	switch {
@@ -213,11 +229,11 @@ func (s *wState) end() bool {
 	case !s.obj.DeletionTime.IsZero():
 		return !s.obj.Finalizer && st.Stage == lifecycle.StageRemoveFinalizer
 	case st.Phase == phase.Failed, st.Phase == phase.Available:
-		return true
+		return s.preserveSettled()
 	case st.Phase == phase.Running:
 		m := lifecycle.MemberOf(&wCfg, &lifecycle.Input{Object: s.obj, Status: *st})
 		return (!m.UpdatePending() || st.Flags.Has(lifecycle.FlagNeedsReplacement)) && m.MetadataInSync() &&
-			s.inst.exists && s.metadataApplied() && s.inPlaceSettled()
+			s.inst.exists && s.metadataApplied() && s.inPlaceSettled() && s.preserveSettled()
 	}
 	return false
 }
@@ -310,7 +326,8 @@ func (s *wState) endKind() uint8 {
 // whose in-place update the agent reported failed (InPlaceUpdating or
 // InPlaceUpdateFailed), or InPlaceUpdateFailed without the agent's success
 // while its node's condition does not tell the agent to go on: it ends
-// Failed after the health timeout.
+// Failed after the health timeout. A Failed machine preserved until its
+// expiry may also end Running: its node may recover first.
 func (s *wState) expectedEnds(v Variants) uint8 {
 	if s.gone || !s.obj.DeletionTime.IsZero() {
 		return endGone
@@ -321,7 +338,10 @@ func (s *wState) expectedEnds(v Variants) uint8 {
 	}
 	switch s.st.Phase {
 	case phase.Failed:
-		return endFailed
+		if s.preserveSettled() {
+			return endFailed
+		}
+		return up | endFailed
 	case phase.InPlaceUpdating:
 		if s.agentFailed() {
 			return endFailed
@@ -359,6 +379,9 @@ func (s *wState) betweenPasses() bool { return s.outcome == nil && s.steps == 0 
 // Running, or Available without a target cluster), and Failed for a
 // machine already Failed.
 func (s *wState) wantedEnd(v Variants) uint8 {
+	if s.st.Phase == phase.Failed && s.obj.DeletionTime.IsZero() && !s.gone {
+		return endFailed
+	}
 	if e := s.expectedEnds(v); e != endFailed {
 		return e &^ endFailed
 	}

@@ -38,6 +38,7 @@ const (
 	kindOwnerSelects                  // the node's owner selecting it for its in-place update
 	kindAgentUpdates                  // the node agent updating the node
 	kindOwnerFinishes                 // the node's owner finishing its in-place update
+	kindFleetRegrants                 // the fleet taking back a grant of auto-preservation no longer due
 	kindFault                         // an event that is a fault
 	kindCount
 )
@@ -45,13 +46,17 @@ const (
 // kindNames name the kinds, in order.
 var kindNames = [kindCount]string{"step", "time", "node registers", "node turns healthy", "volumes detach",
 	"foreign node goes", "predecessor gone", "other finalizer goes", "problem solved", "node readable",
-	"observer recovers", "grant", "owner selects", "agent updates", "owner finishes", "fault"}
+	"observer recovers", "grant", "owner selects", "agent updates", "owner finishes", "fleet regrants", "fault"}
 
 // applyWrites carries out the decision's effects that are not a driver
 // call on the state, up to (not including) index stop. Removing our
 // finalizer from a deleted object deletes it; [wState.stepSuccessors] adds
 // the case where another controller's finalizer still holds it.
 func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
+	op := d.OpID.Rule()
+	if !preserveRule(op) {
+		op = d.Rule
+	}
 	for i, e := range d.Effects.Slice() {
 		if i >= stop {
 			return
@@ -86,7 +91,10 @@ func (s *wState) applyWrites(d *lifecycle.Decision, stop int) {
 			}
 		case lifecycle.KindSetNodeCondition, lifecycle.KindCordon, lifecycle.KindUncordon, lifecycle.KindLabelNode,
 			lifecycle.KindRemoveNodeLabel:
+			s.applyPreserveWrite(&e, op)
 			s.applyNodeWrite(&e)
+		case lifecycle.KindRemoveAnnotation, lifecycle.KindAnnotateNode, lifecycle.KindRemoveNodeAnnotation:
+			s.applyPreserveWrite(&e, op)
 		}
 	}
 }
@@ -164,7 +172,12 @@ func (s *wState) stepSuccessors(d *lifecycle.Decision) []wTransition {
 			f.forcedDrain = true
 		}
 		f.outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: i, Stopped: lifecycle.WriteFailed, Error: "x"}
-		out = append(out, wTransition{f, false, kindStep, "write " + e.Kind.String() + " fails"})
+		what := e.Kind.String()
+		switch e.Kind {
+		case lifecycle.KindAnnotateNode, lifecycle.KindRemoveNodeAnnotation, lifecycle.KindRemoveAnnotation:
+			what += " " + e.Key // which of a decision's annotations
+		}
+		out = append(out, wTransition{f, false, kindStep, "write " + what + " fails"})
 		if e.Kind == lifecycle.KindDeleteNode && f.node == 1 {
 			g := f
 			g.dropNode()
@@ -332,5 +345,6 @@ func (s *wState) events(allowed Events, v Variants) []wTransition {
 	add(EventObserver, "observer flips", s.degraded, kindObserverRecovers, func(n *wState) { n.degraded, n.obsSince = !n.degraded, n.now })
 	add(EventGrant, "grant flips", !s.grant, kindGrant, func(n *wState) { n.grant = !n.grant })
 	s.inPlaceEvents(a, v)
+	s.preserveEvents(a)
 	return a.out
 }

@@ -76,11 +76,12 @@ func (s *wState) inPlaceNode(n *lifecycle.Node) {
 }
 
 // dropNode removes the own node from s: with it go its volumes, its pods,
-// its labels, its condition and its cordon. A node that registers later is
-// a new object.
+// its labels, its conditions, its annotations and its cordon. A node that
+// registers later is a new object.
 func (s *wState) dropNode() {
 	s.node, s.volumes, s.pods, s.forcedDrain = 0, 0, 0, false
 	s.upd, s.ipReason, s.cordoned = 0, 0, false
+	s.dropPreserveNode()
 }
 
 // updateLabels maps the node labels of the in-place update protocol to
@@ -134,9 +135,11 @@ func (s *wState) inPlaceAsked() bool {
 }
 
 // inPlaceSettled reports whether no in-place update is asked of the node
-// or under way, and the node is schedulable: the end of a Running machine.
+// or under way, and the node is schedulable, or cordoned by an
+// administrator, whose cordon the lifecycle leaves: the end of a Running
+// machine.
 func (s *wState) inPlaceSettled() bool {
-	return !s.inPlaceAsked() && !s.cordoned
+	return !s.inPlaceAsked() && (!s.cordoned || s.cordonBy == cordonAdmin)
 }
 
 // inPlaceInvariant returns what the state breaks of the in-place update's
