@@ -144,13 +144,22 @@ var sections = []section{
 		intro: "Rules `inplace.*` (`lifecycle/inplace.go`): the node's InPlaceUpdate condition kept in line with its " +
 			"owner's labels, the drain of a Running machine's node selected for an update (the stage `in-place-drain`), " +
 			"ReadyForUpdate told to the node agent only once the node is drained, the agent's verdict and the in-place " +
-			"timeout. The phases after the verdict end in Running or Failed by the health flow. The rules listed as never " +
-			"reached are reached only by `lifecycletest.KnownIssueExplorations`: by an agent that reports failure, and " +
-			"by an update asked through the machine's spec."},
-	{title: "Preservation", prefixes: []string{"preserve."},
+			"timeout, for an update its owner asks and for one asked through the machine's spec. The phases after the " +
+			"verdict end in Running or Failed by the health flow."},
+	{title: "Preservation", prefixes: []string{"preserve."}, refine: preserveState,
 		intro: "Rules `preserve.*` (`lifecycle/preserve.go`, `lifecycle/autopreserve.go`, and the drain of a kept node " +
 			"in `lifecycle/keepdrain.go`): a machine and its node kept for diagnosis until the preservation expires. " +
-			"The explorations ask no preservation; its rules are listed as never reached."},
+			"Its expiry is set when it begins, or in the decision that makes the machine Failed; a Failed machine's " +
+			"node is cordoned and drained (the stage `preserve-drain`), then marked (the autoscaler's annotations, " +
+			"the Preserved condition); the machine is kept until its expiry; then the annotations that asked for it " +
+			"are removed and it stops, the node given back. Preservation never moves the phase, so the place is " +
+			"refined by its state: preserved (`Status.PreserveUntil` set) or not, and the preserved node drained " +
+			"(`FlagPreserveDrained`). The explorations drawn here are those where the lifecycle keeps preservation's " +
+			"promises today: a machine without its node, a machine whose node's marks are written in part, and " +
+			"machines whose node stays NotReady. Preservation at " +
+			"large, asked on the machine or on its node, granted by the fleet, of machines that recover and of " +
+			"machines found preserved, is held back in `lifecycletest.KnownIssueExplorations` until the lifecycle is " +
+			"fixed, and not drawn."},
 	{title: "Dispatch, outcomes and input checks", prefixes: []string{"dispatch.", "outcome.", "input."},
 		intro: "Rules `dispatch.*`, `outcome.*` and `input.*` (`lifecycle/step.go`), which every flow passes through."},
 }
@@ -180,6 +189,16 @@ func updateState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Statu
 		return "update pending"
 	}
 	return "update applied"
+}
+
+func preserveState(_ *lifecycle.Config, _ *lifecycle.Object, st *lifecycle.Status) string {
+	switch {
+	case st.PreserveUntil == 0:
+		return "not preserved"
+	case st.Flags.Has(lifecycle.FlagPreserveDrained):
+		return "preserved and drained"
+	}
+	return "preserved"
 }
 
 func metadataState(cfg *lifecycle.Config, o *lifecycle.Object, st *lifecycle.Status) string {
@@ -261,7 +280,9 @@ draws every decision made.
   node of another instance; an object that another controller's finalizer may hold; the problems the shell
   may find; machines another controller ran or was deleting; the node's owner, which asks an in-place update
   of it, and its node agent, which performs it, succeeding or stalling, and machines found in the middle of
-  one. What it never shows, the diagrams do not show. The model check leaves out what
+  one; users who ask and take back a machine's preservation, the fleet that grants auto-preservation, time
+  that passes a preservation's expiry, and machines found preserved. What it never shows, the diagrams do
+  not show. The model check leaves out what
   ` + "`lifecycletest.KnownIssueExplorations`" + ` lists, where the lifecycle breaks a promise or liveness today.
 
 The explorations:
