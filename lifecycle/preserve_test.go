@@ -340,6 +340,17 @@ func TestPreserveInterplay(t *testing.T) {
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
 		require.Equal(t, retry.Long, d.Period)
 	})
+	t.Run("a write of the preserved node's drain that fails: retried after a backoff, with its event", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveDrain, d.OpID.Rule())
+		in.Status = d.Status
+		in.Outcome = &lifecycle.Outcome{OpID: d.OpID, Ran: 1, Stopped: lifecycle.WriteFailed, Error: "cordon refused"}
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveDrainFailed, d.Rule)
+		require.Contains(t, d.Lines(), "event Warning DrainFailed (preserve.drain-failed)")
+		require.Equal(t, lifecycle.WaitRetry, d.Wait.For)
+	})
 	t.Run("the limiter does not count a preserved Failed machine as a replacement in flight", func(t *testing.T) {
 		now := t0.Add(time.Hour)
 		failed := failedInput(lifecycle.PreserveWhenFailed)

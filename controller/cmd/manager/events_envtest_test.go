@@ -26,7 +26,9 @@ import (
 // (of scenarios below) that records it, so each declared event is recorded
 // at least once. The event is checked by reason and by action, which is
 // the rule's identifier. A rule the shared environment cannot reach names
-// the test that records it instead, after "unit: ".
+// the test that records it instead, after "unit: ": a test of the
+// controller's package machines, or a row test of the core that checks
+// the decision's event effect.
 var eventScenarios = map[lifecycle.Rule]string{
 	lifecycle.RuleInputOutOfRange:         "too-many-conditions",
 	lifecycle.RuleInvalidMachine:          "bad-annotation",
@@ -56,6 +58,18 @@ var eventScenarios = map[lifecycle.Rule]string{
 	lifecycle.RuleDeleteVMUndecodable:     "delete-undecodable",
 	lifecycle.RuleUpdateApplied:           "hot-update",
 	lifecycle.RuleUpdateNeedsReplacement:  "update-refused",
+	// The in-place update's and preservation's events: the core's row
+	// tests check each decision emits its event effect, which the
+	// controller records as every other (the scenarios above).
+	lifecycle.RuleInPlaceDrainFailed:  "unit: lifecycle.TestInPlaceRows (a write of the drain that fails)",
+	lifecycle.RuleInPlaceDrained:      "unit: lifecycle.TestInPlaceRows (I2)",
+	lifecycle.RuleInPlaceUpdated:      "unit: lifecycle.TestInPlaceRows (H5)",
+	lifecycle.RuleInPlaceFailed:       "unit: lifecycle.TestInPlaceRows (H6)",
+	lifecycle.RuleInPlaceTimeout:      "unit: lifecycle.TestInPlaceRows (H8)",
+	lifecycle.RuleInPlaceDone:         "unit: lifecycle.TestInPlaceOwnRequest (done)",
+	lifecycle.RulePreserve:            "unit: lifecycle.TestPreserveRows (P4, P6, P8)",
+	lifecycle.RulePreserveDrainFailed: "unit: lifecycle.TestPreserveInterplay (a write of the preserved node's drain that fails)",
+	lifecycle.RulePreserveStop:        "unit: lifecycle.TestPreserveRows (P1, P3)",
 }
 
 // scenarios drive one machine each, named m-<scenario>, in a namespace of
@@ -260,7 +274,7 @@ func TestEveryDeclaredEventIsRecorded(t *testing.T) {
 		scenario, ok := eventScenarios[r]
 		require.True(t, ok, "rule %s declares event %s and no scenario records it", r, r.Event())
 		if _, unit := scenarios[scenario]; !unit {
-			require.Regexp(t, `^unit: machines\.Test`, scenario, "rule %s: no scenario %q", r, scenario)
+			require.Regexp(t, `^unit: (machines|lifecycle)\.Test`, scenario, "rule %s: no scenario %q", r, scenario)
 			continue
 		}
 		typ := "Warning"
