@@ -154,12 +154,8 @@ var sections = []section{
 			"the Preserved condition); the machine is kept until its expiry; then the annotations that asked for it " +
 			"are removed and it stops, the node given back. Preservation never moves the phase, so the place is " +
 			"refined by its state: preserved (`Status.PreserveUntil` set) or not, and the preserved node drained " +
-			"(`FlagPreserveDrained`). The explorations drawn here are those where the lifecycle keeps preservation's " +
-			"promises today: a machine without its node, a machine whose node's marks are written in part, and " +
-			"machines whose node stays NotReady. Preservation at " +
-			"large, asked on the machine or on its node, granted by the fleet, of machines that recover and of " +
-			"machines found preserved, is held back in `lifecycletest.KnownIssueExplorations` until the lifecycle is " +
-			"fixed, and not drawn."},
+			"(`FlagPreserveDrained`). Every exploration of preservation is drawn but the one of an administrator's " +
+			"cordon, held back in `lifecycletest.KnownIssueExplorations`."},
 	{title: "Dispatch, outcomes and input checks", prefixes: []string{"dispatch.", "outcome.", "input."},
 		intro: "Rules `dispatch.*`, `outcome.*` and `input.*` (`lifecycle/step.go`), which every flow passes through."},
 }

@@ -204,8 +204,9 @@ func (x *decider) become(p phase.Phase, r Rule, op *lastop.Operation) bool {
 			x.preserveOnFailure()
 		}
 	} else if from == phase.Failed {
-		// A new spell of Failed may be auto-preserved again.
-		set(x, &x.st.Flags, x.st.Flags&^FlagAutoPreserved)
+		// A new spell of Failed may be auto-preserved again, and its
+		// node is drained again.
+		set(x, &x.st.Flags, x.st.Flags&^(FlagAutoPreserved|FlagPreserveDrained))
 	}
 	if s := x.st.Stage; s >= StageInPlaceDrain && (s == StageInPlaceDrain && p != phase.Running || s == StagePreserveDrain && p != phase.Failed) {
 		// The drain before an in-place update belongs to a Running

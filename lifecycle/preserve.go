@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"strings"
 	"time"
 
 	"github.com/purelifecycle/machine/phase"
@@ -51,27 +52,45 @@ func (x *decider) preserveAsked(n *Node) (Preserve, bool) {
 	byNode := n != nil && (n.Preserve != PreserveUnset || st.Flags.Has(FlagPreserveByNode))
 	switch {
 	case byNode && n.Preserve == PreserveInvalid:
-		return PreserveUnset, false
+		// Decides nothing while a preservation is under way, as MCM;
+		// but one past its expiry ends, and what one left on the node
+		// is given back.
+		if st.PreserveUntil != 0 && x.now < st.PreserveUntil {
+			return PreserveUnset, false
+		}
+		return PreserveFalse, st.PreserveUntil != 0 || st.Flags.Has(FlagPreserveCordoned) || preservedLeftover(n) ||
+			conditionIs(n.Conditions, ConditionPreserved, ConditionTrue)
 	case byNode:
 		return n.Preserve, true
 	case machine == PreserveUnset && x.in.Grant.Preserve && x.autoPreservationGoesOn():
 		return PreserveAutoPreserved, true
 	}
-	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags&(FlagPreserveByNode|FlagPreserveDrained) != 0 ||
+	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags&(FlagPreserveByNode|FlagPreserveCordoned) != 0 ||
 		n != nil && preservedLeftover(n)
 }
 
 // autoPreservationGoesOn reports whether a grant of auto-preservation
-// keeps the machine's preservation or may begin one: the one it began
-// (FlagAutoPreserved, an expiry), or none yet in this spell of Failed
-// (FlagAutoPreserved stays once it ended, until the machine leaves Failed)
-// and within its preservation timeout of its failure.
+// keeps the machine's preservation or may begin one: one under way
+// (whatever began it), or none yet in this spell of Failed
+// (FlagAutoPreserved stays once one ended, until the machine leaves
+// Failed) and within its preservation timeout of its failure.
 func (x *decider) autoPreservationGoesOn() bool {
 	st := x.st
-	if st.Flags.Has(FlagAutoPreserved) {
-		return st.PreserveUntil != 0
+	switch {
+	case st.PreserveUntil != 0:
+		return true // the grant keeps the preservation under way, whatever began it
+	case st.Flags.Has(FlagAutoPreserved):
+		return false // ended in this spell of Failed
 	}
-	return st.PreserveUntil == 0 && autoPreservable(st.PhaseSince, x.now, x.cfg.preserveTimeout(&x.in.Object))
+	return autoPreservable(st.PhaseSince, x.now, x.cfg.preserveTimeout(&x.in.Object))
+}
+
+// byGrant reports whether the preservation asked, asked, comes from the
+// fleet's grant rather than an annotation of the machine or of node n.
+func (x *decider) byGrant(n *Node, asked Preserve) bool {
+	o := x.in.Object.Preserve
+	return asked == PreserveAutoPreserved && (o == PreserveUnset || o == PreserveInvalid) &&
+		(n == nil || n.Preserve == PreserveUnset) && !x.st.Flags.Has(FlagPreserveByNode)
 }
 
 // autoPreservable reports whether a machine Failed since since may still
@@ -103,14 +122,14 @@ func preservedLeftover(n *Node) bool { return n.ScaleDownDisabled }
 // mayPreserve reports, cheaply, whether anything names the machine's
 // preservation: its expiry, its annotations or its node's, its grant, or
 // what a preservation left on the node. Most machines have none of them.
-// Of the flags of preservation only FlagPreserveDrained counts (a node
+// Of the flags of preservation only FlagPreserveCordoned counts (a node
 // cordoned for the preservation is to be given back): FlagAutoPreserved
 // matters only with a grant, FlagPreserveByNode only when an annotation
 // asks.
 func (x *decider) mayPreserve() bool {
 	n := &x.in.Node
 	return x.st.PreserveUntil != 0 || x.in.Object.Preserve != PreserveUnset || n.Preserve != PreserveUnset ||
-		n.ScaleDownDisabled || x.in.Grant.Preserve || x.st.Flags.Has(FlagPreserveDrained)
+		n.ScaleDownDisabled || x.in.Grant.Preserve || x.st.Flags.Has(FlagPreserveCordoned)
 }
 
 // conditionIs reports whether conds hold a condition of type typ with
@@ -142,6 +161,12 @@ func (x *decider) preservation() bool {
 	if n != nil && n.Preserve != PreserveUnset {
 		set(x, &st.Flags, st.Flags|FlagPreserveByNode)
 	}
+	if n != nil && n.Unschedulable && !st.Flags.Has(FlagPreserveCordoned) && drainedForPreservation(n) {
+		// Cordoned by a preservation's drain the lifecycle did not see
+		// (MCM's, before the machine was taken over, which lifts it once
+		// the machine is not Failed): given back as the lifecycle's own.
+		set(x, &st.Flags, st.Flags|FlagPreserveCordoned)
+	}
 	expired := st.PreserveUntil != 0 && x.now >= st.PreserveUntil
 	failed := st.Phase == phase.Failed
 	switch {
@@ -165,18 +190,26 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 		st.PreserveUntil = x.now.Add(x.cfg.preserveTimeout(o))
 		x.changed = true
 		x.event(RulePreserve, false)
-		if asked == PreserveAutoPreserved && o.Preserve == PreserveUnset && (n == nil || n.Preserve == PreserveUnset) {
-			set(x, &st.Flags, st.Flags|FlagAutoPreserved)
-		}
+	}
+	if x.byGrant(n, asked) {
+		set(x, &st.Flags, st.Flags|FlagAutoPreserved)
 	}
 	if n == nil {
 		return false
 	}
 	failed := st.Phase == phase.Failed
-	if failed && !st.Flags.Has(FlagPreserveDrained) {
+	drained := st.Flags.Has(FlagPreserveDrained) && n.Unschedulable && n.Pods <= 0
+	if failed && !drained {
+		// Not drained, or no longer as the drain left it (a node object
+		// made anew, workloads back): drained (again).
 		if st.Stage != StagePreserveDrain {
 			x.setStage(StagePreserveDrain)
 			set(x, &st.Failures.Drain, 0)
+			flags := st.Flags &^ FlagPreserveDrained
+			if !n.Unschedulable {
+				flags |= FlagPreserveCordoned // the cordon is the lifecycle's to give back
+			}
+			set(x, &st.Flags, flags)
 			x.beginKeepDrain(n, x.keepDrainForced())
 			return true
 		}
@@ -200,7 +233,7 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 	}
 	msg := "Machine preserved until " + st.PreserveUntil.Time().UTC().String() + "."
 	if failed {
-		msg = "Preserved node drained successfully. " + msg
+		msg = preservedDrainedMessage + msg
 	}
 	if !hasCondition(n.Conditions, ConditionPreserved, ConditionTrue, reason, msg) {
 		x.preservedCondition(n, ConditionTrue, reason, msg)
@@ -216,9 +249,27 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 	return wrote
 }
 
+// preservedDrainedMessage begins the message of the Preserved condition
+// of a Failed machine's node once the preservation drained it, as MCM
+// writes it.
+const preservedDrainedMessage = "Preserved node drained successfully. "
+
+// drainedForPreservation reports whether node n says a preservation
+// drained it: its Preserved condition True, with the message a
+// preservation writes once the node of a Failed machine was drained.
+func drainedForPreservation(n *Node) bool {
+	for i := range n.Conditions {
+		if c := &n.Conditions[i]; c.Type == ConditionPreserved {
+			return c.Status == ConditionTrue && strings.HasPrefix(c.Message, preservedDrainedMessage)
+		}
+	}
+	return false
+}
+
 // giveBackCordon uncordons node n while it is cordoned, when the
-// lifecycle cordoned it to drain it for the preservation of the machine
-// while Failed and the machine is not Failed any more; once the node shows
+// lifecycle's cordon changed it (it was schedulable) to drain it for the
+// preservation of the machine while Failed and the machine is not Failed
+// any more; once the node shows
 // it schedulable, the cordon is forgotten (so a write lost after the
 // status was saved is made again). It reports whether it emitted the
 // uncordon. n is the machine's own node (preservedNode); a shell carries
@@ -226,13 +277,13 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 // (running).
 func (x *decider) giveBackCordon(n *Node) bool {
 	st := x.st
-	if !st.Flags.Has(FlagPreserveDrained) || st.Phase == phase.Failed {
+	if !st.Flags.Has(FlagPreserveCordoned) || st.Phase == phase.Failed {
 		return false
 	}
 	if !n.Unschedulable || st.Stage == StageInPlaceDrain || st.Phase.InPlace() || n.Update.Has(UpdateSelected) {
 		// Given back, or the cordon belongs to an in-place update's
 		// drain now.
-		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+		set(x, &st.Flags, st.Flags&^FlagPreserveCordoned)
 		return false
 	}
 	x.nodeEffect(KindUncordon, n.Name, "", "")
@@ -291,7 +342,7 @@ func (x *decider) stopPreservation(n *Node) bool {
 		set(x, &st.Flags, st.Flags&^FlagPreserveByNode)
 	}
 	if n == nil {
-		set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
+		set(x, &st.Flags, st.Flags&^(FlagPreserveDrained|FlagPreserveCordoned))
 		return false
 	}
 	if x.in.Outcome != nil {
@@ -347,8 +398,12 @@ func (x *decider) preserveOnFailure() {
 	if x.st.PreserveUntil != 0 || x.in.NodeReadFailed {
 		return
 	}
-	if asked, bound := x.preserveAsked(x.node()); bound &&
+	n := x.preservedNode()
+	if asked, bound := x.preserveAsked(n); bound &&
 		(asked == PreserveNow || asked == PreserveWhenFailed || asked == PreserveAutoPreserved) {
 		set(x, &x.st.PreserveUntil, x.now.Add(x.cfg.preserveTimeout(&x.in.Object)))
+		if x.byGrant(n, asked) {
+			set(x, &x.st.Flags, x.st.Flags|FlagAutoPreserved)
+		}
 	}
 }

@@ -126,7 +126,7 @@ func TestPreserveRows(t *testing.T) {
 		{name: "P8 auto-preserved on a Failed machine drained before: preserved by MCM",
 			in: func() lifecycle.Input {
 				in := failedInput(lifecycle.PreserveAutoPreserved)
-				in.Node.Pods = 0
+				in.Node.Pods, in.Node.Unschedulable = 0, true
 				in.Status.Flags = lifecycle.FlagPreserveDrained
 				return in
 			}(),
@@ -152,7 +152,7 @@ func TestPreserveRows(t *testing.T) {
 // machine, that its node was drained.
 func TestPreservedConditionMessage(t *testing.T) {
 	in := failedInput(lifecycle.PreserveWhenFailed)
-	in.Node.Pods = 0
+	in.Node.Pods, in.Node.Unschedulable = 0, true
 	in.Status.Flags = lifecycle.FlagPreserveDrained
 	in.Status.PreserveUntil = lifecycle.StampOf(time.Date(2026, 11, 5, 10, 0, 0, 0, time.UTC))
 	d := step(t, lifecycle.DefaultConfig(), in)
@@ -256,7 +256,7 @@ func TestPreserveInterplay(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	t.Run("a preserved Failed machine waits for its expiry, not for its replacement", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
-		in.Node.Pods = 0
+		in.Node.Pods, in.Node.Unschedulable = 0, true
 		in.Status.Flags = lifecycle.FlagPreserveDrained
 		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(3 * time.Minute))
 		in.Node.ScaleDownDisabled = true
@@ -288,7 +288,7 @@ func TestPreserveInterplay(t *testing.T) {
 		in.Node.Pods = 0
 		in.Node.Unschedulable = true
 		in.Node.ScaleDownDisabled = true
-		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Status.Flags = lifecycle.FlagPreserveDrained | lifecycle.FlagPreserveCordoned
 		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
 		in.Node.Conditions = healthyNode().Conditions
 		ds := stepPass(t, cfg, in, driverapi.Result{})
@@ -300,15 +300,15 @@ func TestPreserveInterplay(t *testing.T) {
 			lines = append(lines, d.Lines()...)
 		}
 		require.Contains(t, lines, "uncordon node-vm-1", "the node given back with the join")
-		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained), "until the node shows it schedulable")
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "until the node shows it schedulable")
 		in.Status, in.Outcome, in.Node.Unschedulable = d.Status, nil, false
 		d = step(t, cfg, in)
-		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained))
+		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned))
 	})
 	t.Run("preserved with now, the node recovers: kept, uncordoned", func(t *testing.T) {
 		in := preservedRunning(lifecycle.PreserveNow)
 		in.Node.Unschedulable = true
-		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Status.Flags = lifecycle.FlagPreserveCordoned
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
 		require.Equal(t, []string{"uncordon node-vm-1"}, d.Lines())
@@ -412,7 +412,7 @@ func TestAutoPreservation(t *testing.T) {
 
 	// The step.
 	in := young
-	in.Node.Pods = 0
+	in.Node.Pods, in.Node.Unschedulable = 0, true
 	in.Status.Flags = lifecycle.FlagPreserveDrained
 	in.Grant.Preserve = true
 	d := step(t, cfg, in)
@@ -441,13 +441,13 @@ func TestPreserveFromEveryState(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	t.Run("the node cordoned for a preservation that stopped within a pass is given back at the next", func(t *testing.T) {
 		in := runningInput()
-		in.Status.Flags = lifecycle.FlagPreserveDrained
+		in.Status.Flags = lifecycle.FlagPreserveCordoned
 		in.Node.Unschedulable = true
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
 		require.Equal(t, []string{"uncordon node-vm-1"}, d.Lines())
 		in.Status, in.Node.Unschedulable = d.Status, false
-		require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagPreserveDrained))
+		require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagPreserveCordoned))
 	})
 	t.Run("a node not proven the instance's (another incarnation's) is not drained nor marked", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
@@ -458,6 +458,130 @@ func TestPreserveFromEveryState(t *testing.T) {
 		for _, l := range d.Lines() {
 			require.NotContains(t, l, "node-vm-1")
 		}
+	})
+}
+
+// What the model check found in preservation, each from a state the
+// lifecycle may be handed: a drain cut off by a recovery, a cordon that
+// was not the lifecycle's, a drain recorded for a node that no longer
+// shows it, an invalid node annotation after the expiry, and the fleet's
+// grant behind a preservation another annotation began.
+func TestPreserveFoundByTheModelCheck(t *testing.T) {
+	cfg := lifecycle.DefaultConfig()
+	drainLines := func(d lifecycle.Decision) (cordon, drain bool) {
+		for _, l := range d.Lines() {
+			cordon = cordon || l == "cordon node-vm-1"
+			drain = drain || len(l) > 5 && l[:5] == "drain"
+		}
+		return cordon, drain
+	}
+	t.Run("a machine that recovers during the preservation's drain gets its node uncordoned", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "the lifecycle cordons a schedulable node")
+		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained), "not drained yet")
+		// The preservation taken back while its drain is under way, the
+		// node Ready again: the machine recovers.
+		in.Status, in.Node.Unschedulable, in.Object.Preserve = d.Status, true, lifecycle.PreserveUnset
+		in.Node.Conditions = healthyNode().Conditions
+		lines := []string{}
+		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
+			lines = append(lines, d.Lines()...)
+		}
+		require.Contains(t, lines, "uncordon node-vm-1", "the drain cut off by the recovery gives its cordon back")
+	})
+	t.Run("an administrator's cordon found before the preservation's drain stays", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Node.Unschedulable = true
+		d := step(t, cfg, in)
+		require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
+		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "the cordon is not the lifecycle's")
+		in.Status, in.Node.Pods = d.Status, 0
+		in.Status.Flags |= lifecycle.FlagPreserveDrained
+		in.Status.Stage = lifecycle.StageNone
+		in.Node.Conditions = healthyNode().Conditions
+		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
+			require.NotContains(t, d.Lines(), "uncordon node-vm-1", d.Rule.String())
+		}
+	})
+	t.Run("MCM's cordon of a preserved node taken over is given back once the machine recovers", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveUnset) // its annotation removed, the node Ready again
+		until := lifecycle.StampOf(in.Now.Add(time.Hour))
+		in.Status.PreserveUntil = until
+		in.Node.Pods, in.Node.Unschedulable, in.Node.ScaleDownDisabled = 0, true, true
+		in.Node.Conditions = append(cloneConds(healthyNode().Conditions), preservedCondition(lifecycle.ConditionTrue,
+			lifecycle.ReasonPreservedByUser, "Preserved node drained successfully. Machine preserved until "+
+				until.Time().UTC().String()+"."))
+		lines := []string{}
+		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
+			lines = append(lines, d.Lines()...)
+		}
+		require.Contains(t, lines, "uncordon node-vm-1")
+	})
+	t.Run("a node made anew with workloads is drained again before it is marked", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
+		in.Status.Flags = lifecycle.FlagPreserveDrained | lifecycle.FlagPreserveCordoned
+		d := step(t, cfg, in) // schedulable, pods on it
+		require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
+		cordon, drain := drainLines(d)
+		require.True(t, cordon && drain, "%v", d.Lines())
+		for _, l := range d.Lines() {
+			require.NotContains(t, l, "Preserved=True")
+		}
+	})
+	t.Run("an invalid node annotation ends a preservation past its expiry and gives back what it left", func(t *testing.T) {
+		in := preservedRunning(lifecycle.PreserveUnset)
+		in.Node.Preserve = lifecycle.PreserveInvalid
+		d := step(t, cfg, in)
+		require.Equal(t, in.Status.PreserveUntil, d.Status.PreserveUntil, "decides nothing before the expiry")
+		in.Now = in.Status.PreserveUntil.Time().Add(time.Minute)
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveStop, d.Rule)
+		require.Zero(t, d.Status.PreserveUntil)
+		require.Subset(t, d.Lines(), stopLines[1:])
+		// The expiry saved, the node's writes lost: given back at the next.
+		in.Status = d.Status
+		d = step(t, cfg, in)
+		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
+		require.Subset(t, d.Lines(), stopLines[1:])
+	})
+	t.Run("a preservation the fleet's grant keeps is auto-preserved once its annotation goes", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveNow)
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
+		in.Object.Preserve = lifecycle.PreserveUnset
+		in.Grant.Preserve = true
+		d := step(t, cfg, in)
+		require.Equal(t, in.Status.PreserveUntil, d.Status.PreserveUntil, "kept by the grant")
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved))
+		in.Status = d.Status
+		require.Equal(t, in.Status.PreserveUntil, step(t, cfg, in).Status.PreserveUntil, "and at the next step")
+	})
+	t.Run("a machine becoming Failed with the fleet's grant is auto-preserved", func(t *testing.T) {
+		in := unknownInput()
+		in.Grant.Preserve, in.Grant.Fail = true, true
+		in.Now = in.Status.PhaseSince.Time().Add(cfg.HealthTimeout + time.Minute)
+		var d lifecycle.Decision
+		for range 5 {
+			d = step(t, cfg, in)
+			if d.Status.Phase == phase.Failed {
+				break
+			}
+			in = then(in, d, driverapi.Result{})
+		}
+		require.Equal(t, phase.Failed, d.Status.Phase)
+		require.NotZero(t, d.Status.PreserveUntil)
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved))
+	})
+	t.Run("an invalid machine annotation with the fleet's grant keeps its auto-preservation", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveInvalid)
+		in.Grant.Preserve = true
+		d := step(t, cfg, in)
+		require.NotZero(t, d.Status.PreserveUntil)
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagAutoPreserved))
+		in.Status = d.Status
+		require.Equal(t, d.Status.PreserveUntil, step(t, cfg, in).Status.PreserveUntil)
 	})
 }
 

@@ -247,17 +247,24 @@ const (
 	// for it.
 	FlagPreserveByNode
 	// FlagPreserveDrained: the node of the preserved machine was drained
-	// while it was Failed (and cordoned by the drain).
+	// while it was Failed; it counts while the node shows it cordoned and
+	// without pods, and goes when the machine leaves Failed.
 	FlagPreserveDrained
 	// FlagAutoPreserved: the preservation was granted by the fleet
 	// (Grant.Preserve, Config.AutoPreserve), not asked by an annotation.
 	// It stays once that preservation ended, until the machine leaves
 	// Failed, so that one spell of Failed is auto-preserved once.
 	FlagAutoPreserved
+	// FlagPreserveCordoned: the lifecycle cordoned the node, schedulable
+	// until then, to drain it for the preservation of the Failed machine;
+	// it uncordons it once the machine is no longer Failed. A cordon
+	// somebody else put there is not the lifecycle's to lift.
+	FlagPreserveCordoned
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
 		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified |
-		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained | FlagAutoPreserved
+		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained | FlagAutoPreserved |
+		FlagPreserveCordoned
 	flagsDrainUnderWay = FlagDraining | FlagDeletingPods
 	flagsDrained       = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
@@ -268,7 +275,7 @@ func (s Flags) Has(f Flags) bool { return s&f == f }
 // flagNames names each declared flag, by bit. It is read-only.
 var flagNames = [...]string{"stale-instance", "granted", "was-failed", "drain-succeeded", "drain-forced",
 	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods",
-	"preserve-by-node", "preserve-drained", "auto-preserved"}
+	"preserve-by-node", "preserve-drained", "auto-preserved", "preserve-cordoned"}
 
 // String names the flags of s, joined by ",", such as
 // "drain-succeeded,terminated"; a bit no flag declares reads "bit-N". The

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/purelifecycle/machine/lifecycle"
+	"github.com/purelifecycle/machine/phase"
 )
 
 // The explorations: the events the world may produce between passes, the
@@ -211,14 +212,18 @@ type Exploration struct {
 // lifecycle once got wrong (taken over at InPlaceUpdating its owner
 // finishing first, at InPlaceUpdateSuccessful before the condition said
 // so, with an agent that may fail); and asked through the machine's spec.
-// Four explore preservation (world_preserve.go) where the lifecycle keeps
-// its promises today: of a Failed machine without its node, asked and
-// taken back through its annotation, and granted by the fleet; of a
-// preserved Failed machine whose node is marked, each write of the marks
-// failing in turn; and of machines whose node stays NotReady (their
-// instance gone), found preserved or asked to be (starts_preserve.go),
-// their drain held by pods or unforced at first. Preservation at large is
-// in [KnownIssueExplorations] until the lifecycle is fixed. Three start from
+// Thirteen explore preservation (world_preserve.go): of a Failed machine
+// without its node, asked and taken back through its annotation, and
+// granted by the fleet, alone and together; of a preserved Failed machine
+// whose node is marked, each write of the marks failing in turn; of
+// machines whose node stays NotReady (their instance gone), found
+// preserved or asked to be (starts_preserve.go), their drain held by pods
+// or unforced at first; of machines that recover, whose node is made
+// anew, whose node's annotation is invalid, whose own annotation is
+// invalid while the fleet grants it; asked on the machine, on the node,
+// and granted by the fleet, from a Running machine whose node fails and
+// recovers; and from every place a machine is found preserved. One, with
+// an administrator's cordon, is in [KnownIssueExplorations]. Three start from
 // every state another controller or a lost write leaves a machine in:
 // machines taken over from another controller at every phase
 // ([AdoptedStarts]), while being created or running and while deleting,
@@ -273,6 +278,29 @@ func Explorations() []Exploration {
 			Starts: preserveStartsWhere(func(pl *preservePlace) bool {
 				return pl.instGone && !pl.nodeGone && !pl.flags.Has(lifecycle.FlagPreserveDrained)
 			})},
+		{Name: "preservation of a machine that recovers", Events: EventsFair,
+			Starts: preserveStartsWhere(func(pl *preservePlace) bool {
+				return !pl.instGone && pl.own && (pl.pods == 3 || pl.marked && pl.machine != lifecycle.PreserveUnset)
+			})},
+		{Name: "preservation with the node re-created", Events: EventsFair | EventNodeGone,
+			Starts: preserveStartsWhere(func(pl *preservePlace) bool { return pl.own && pl.flags.Has(lifecycle.FlagPreserveDrained) })},
+		{Name: "preservation decided by an invalid node annotation", Events: EventsFair,
+			Starts: preserveStartsWhere(func(pl *preservePlace) bool { return pl.node == lifecycle.PreserveInvalid })},
+		{Name: "preservation of a machine without its node, asked by its annotation and granted by the fleet",
+			Events: EventsFair | eventPreserve | eventAutoPreserve,
+			Starts: preserveStartsWhere(func(pl *preservePlace) bool { return pl.nodeGone })},
+		{Name: "auto-preservation of a machine whose annotation is invalid", Events: EventsFair | eventAutoPreserve,
+			Starts: preserveStartsWhere(func(pl *preservePlace) bool {
+				return pl.machine == lifecycle.PreserveInvalid && pl.phase == phase.Failed && pl.expiry == expiryNone
+			})},
+		{Name: "preservation asked on the machine", Events: EventsFair | eventPreserve | EventNodeHealth,
+			Starts: inPlaceStarts(0, true)[:1], MaxStates: 2_000_000},
+		{Name: "preservation asked on the node", Events: EventsFair | eventPreserveNode | EventNodeHealth,
+			Starts: inPlaceStarts(0, true)[:1], MaxStates: 2_000_000},
+		{Name: "auto-preservation", Events: EventsFair | eventAutoPreserve | EventNodeHealth,
+			Starts: inPlaceStarts(0, true)[:1], MaxStates: 2_000_000},
+		{Name: "preservation of machines found preserved", Events: EventsFair | EventNodeHealth | EventDrainBlocked,
+			Starts: preserveStarts(), MaxStates: 2_000_000},
 		{Name: "taken over from another controller",
 			Events: EventsFair | EventNodeHealth | EventNodeGone | EventDelete | EventInstanceGone,
 			Starts: append([]Start{StartAdoptedRunning}, adoptedStarts(false)...), MaxStates: 2_000_000},

@@ -80,10 +80,14 @@ var preservePlaces = func() []preservePlace {
 			instGone: true, staleMirror: true})
 	drain := func(flags lifecycle.Flags, cordoned bool, pods uint8, lost string) preservePlace {
 		return preservePlace{phase: phase.Failed, machine: lifecycle.PreserveWhenFailed, expiry: expiryAhead, own: true,
-			stage: lifecycle.StagePreserveDrain, flags: flags, cordoned: cordoned, pods: pods, lost: lost}
+			stage: lifecycle.StagePreserveDrain, flags: flags | lifecycle.FlagPreserveCordoned, cordoned: cordoned, pods: pods,
+			lost: lost}
 	}
 	drained := func(pl preservePlace) preservePlace {
-		pl.flags |= lifecycle.FlagPreserveDrained
+		pl.flags |= lifecycle.FlagPreserveCordoned
+		if pl.phase == phase.Failed {
+			pl.flags |= lifecycle.FlagPreserveDrained // the machine's leaving Failed forgets the drain
+		}
 		pl.expiry, pl.own, pl.marked, pl.cordoned = expiryAhead, true, true, true
 		return pl
 	}

@@ -377,9 +377,10 @@ func (s *wState) betweenPasses() bool { return s.outcome == nil && s.steps == 0 
 // fault-free path, under variants v: of its expected ends, the one a
 // timeout does not bring (gone once its deletion was requested, else
 // Running, or Available without a target cluster), and Failed for a
-// machine already Failed.
+// machine already Failed unless its instance runs and its node is
+// healthy (it rejoins).
 func (s *wState) wantedEnd(v Variants) uint8 {
-	if s.st.Phase == phase.Failed && s.obj.DeletionTime.IsZero() && !s.gone {
+	if s.st.Phase == phase.Failed && s.obj.DeletionTime.IsZero() && !s.gone && !(s.healthy && s.inst.exists && s.node == 1) {
 		return endFailed
 	}
 	if e := s.expectedEnds(v); e != endFailed {

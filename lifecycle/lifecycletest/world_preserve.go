@@ -34,7 +34,7 @@ import (
 // machine, only of a node without pods a drain must remove and cordoned;
 // the lifecycle never lifts an administrator's cordon, and lifts another
 // party's only for something else than a preservation (the decision's rule
-// a preservation's, or FlagPreserveDrained saying it gives back the
+// a preservation's, or FlagPreserveCordoned saying it gives back the
 // preservation's cordon). The ends (preserveSettled): a machine preserved
 // until its expiry is not at an end; once the expiry passes it ends
 // unpreserved, Failed (awaiting replacement) or Running, its node given
@@ -201,7 +201,8 @@ func (s *wState) preservationInPlay() bool {
 	return st.PreserveUntil != 0 || st.Stage == lifecycle.StagePreserveDrain || s.grantPreserve ||
 		s.obj.Preserve != lifecycle.PreserveUnset || s.nodePreserve != lifecycle.PreserveUnset ||
 		s.sdDisabled || s.sdByMCM || s.presStatus != presNone ||
-		st.Flags&(lifecycle.FlagPreserveByNode|lifecycle.FlagPreserveDrained|lifecycle.FlagAutoPreserved) != 0
+		st.Flags&(lifecycle.FlagPreserveByNode|lifecycle.FlagPreserveDrained|lifecycle.FlagPreserveCordoned|
+			lifecycle.FlagAutoPreserved) != 0
 }
 
 // autoWindowOpen reports whether the machine may still begin an
@@ -384,7 +385,7 @@ func (s *wState) checkPreserve(in *lifecycle.Input, d *lifecycle.Decision) error
 		return nil
 	}
 	cordoned, by, pods := s.cordoned, s.cordonBy, s.pods
-	preserving := preserveRule(d.Rule) || preserveRule(d.OpID.Rule()) || was.Flags.Has(lifecycle.FlagPreserveDrained)
+	preserving := preserveRule(d.Rule) || preserveRule(d.OpID.Rule()) || was.Flags.Has(lifecycle.FlagPreserveCordoned)
 	for _, e := range d.Effects.Slice() {
 		if e.Node != wNode {
 			continue

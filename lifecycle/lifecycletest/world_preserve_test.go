@@ -58,7 +58,7 @@ func TestPreserveStarts(t *testing.T) {
 	}
 	s := startState(preserveStart(t, "Failed machine preserved, draining its node, pods a disruption budget holds"), 0)
 	require.Equal(t, lifecycle.StagePreserveDrain, s.st.Stage)
-	require.Equal(t, lifecycle.FlagDraining, s.st.Flags)
+	require.Equal(t, lifecycle.FlagDraining|lifecycle.FlagPreserveCordoned, s.st.Flags)
 	require.Equal(t, uint8(2), s.pods)
 	require.False(t, s.preserveSettled())
 }
@@ -257,11 +257,6 @@ func TestPreserveWorldCatchesBrokenPromises(t *testing.T) {
 func TestPreserveKnownIssuesShow(t *testing.T) {
 	want := map[string]string{
 		"preservation with an administrator's cordon": "although an administrator cordoned it",
-		"preservation with the node re-created":       "Preserved True written to a Failed machine's node while pods",
-		"auto-preservation of a machine whose annotation is invalid": "the expiry of a Failed machine whose " +
-			"preservation is asked moved",
-		"preservation of a machine without its node, asked by its annotation and granted by the fleet": "the expiry of " +
-			"a Failed machine whose preservation is asked moved",
 	}
 	for _, x := range KnownIssueExplorations() {
 		if w, ok := want[x.Name]; ok {
