@@ -103,3 +103,15 @@ func Flags() []Flag {
 		{Name: "leader-elect-resource-lock", Use: UseController, Field: "LeaderElection.ResourceLock"},
 	}
 }
+
+// OwnFlags lists the flags this controller registers besides MCM's, with
+// what becomes of their values: the limiter's protection of a zone that
+// looks down as a whole, which MCM does not have.
+func OwnFlags() []Flag {
+	const note = "not MCM's: the limiter's protection of a zone that looks down as a whole, off by default"
+	return []Flag{
+		{Name: "zone-outage-machines", Use: UseConfig, Field: "ZoneOutage.Count", Note: note},
+		{Name: "zone-outage-percent", Use: UseConfig, Field: "ZoneOutage.Percent", Note: note},
+		{Name: "zone-outage-hold", Use: UseConfig, Field: "ZoneOutage.Hold", Note: note},
+	}
+}

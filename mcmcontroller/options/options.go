@@ -8,7 +8,9 @@
 // one an operator's deployment already passes, and [Options.Validate] runs
 // MCM's validation before the lifecycle's. [Flags] says, for every flag MCM
 // registers, where its value goes or why it is accepted and not used; a test
-// fails when MCM registers a flag the table does not name.
+// fails when MCM registers a flag the table does not name. Three flags are
+// this controller's own, for what MCM does not have: the limiter's
+// protection of a zone that looks down as a whole ([OwnFlags]).
 package options
 
 import (
@@ -35,6 +37,11 @@ const NoTargetCluster = "none"
 type Options struct {
 	// MCM holds MCM's options as MCM's flag set fills them.
 	MCM *mcmoptions.MCServer
+	// ZoneOutage is the limiter's protection of a zone that looks down as
+	// a whole (lifecycle.Config.ZoneOutage; --zone-outage-machines,
+	// --zone-outage-percent, --zone-outage-hold), which MCM does not have;
+	// its zero value, the default, turns it off.
+	ZoneOutage lifecycle.ZoneOutage
 }
 
 // New returns the options with MCM's defaults.
@@ -46,6 +53,14 @@ func New() *Options {
 // names, defaults and help texts.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.MCM.AddFlags(fs)
+	z := &o.ZoneOutage
+	fs.IntVar(&z.Count, "zone-outage-machines", z.Count, "the least number of a MachineSet's unhealthy machines in one "+
+		"zone (the nodes' topology.kubernetes.io/zone label) that makes the zone look down as a whole, so that its "+
+		"machines are not marked Failed for --zone-outage-hold past their health timeout; 0 turns the protection off")
+	fs.IntVar(&z.Percent, "zone-outage-percent", z.Percent, "the least share, 0 to 100, of a MachineSet's unhealthy "+
+		"machines that must be in that zone as well")
+	fs.DurationVar(&z.Hold, "zone-outage-hold", z.Hold, "how long past its health timeout a machine of a zone that "+
+		"looks down is held at most; needed with --zone-outage-machines")
 }
 
 // Validate reports every problem of the options: MCM's own checks, then
@@ -65,7 +80,8 @@ func (o *Options) Validate() error {
 
 // Config returns the lifecycle's configuration the options give: MCM's
 // timeouts, eviction retries, node conditions, ResourceExhausted period and
-// target cluster, and the lifecycle's defaults for what MCM hard-codes.
+// target cluster, the zone protection of this controller's own flags, and
+// the lifecycle's defaults for what MCM hard-codes.
 // VerifyOwner is off: MCM's providers report no instance's owner, so an
 // owner could never be verified.
 func (o *Options) Config() lifecycle.Config {
@@ -80,6 +96,7 @@ func (o *Options) Config() lifecycle.Config {
 	cfg.MaxEvictRetries = s.MaxEvictRetries
 	cfg.NodeConditions = NodeConditions(o.MCM.NodeConditions)
 	cfg.NoTargetCluster = o.MCM.TargetKubeconfig == NoTargetCluster
+	cfg.ZoneOutage = o.ZoneOutage
 	cfg.Retry.ResourceExhausted = o.MCM.ResourceExhaustedRetry.Duration
 	if cfg.Retry.ResourceExhausted == 0 {
 		// MCM: 0 means its long retry, which is the lifecycle's too.

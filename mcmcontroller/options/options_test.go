@@ -30,7 +30,7 @@ func parse(t *testing.T, args ...string) *Options {
 // table says what becomes of it.
 func TestFlagsNameEveryFlagMCMRegisters(t *testing.T) {
 	fs := pflag.NewFlagSet("machine-controller", pflag.ContinueOnError)
-	New().AddFlags(fs)
+	New().MCM.AddFlags(fs)
 	registered := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { registered[f.Name] = true })
 
@@ -64,10 +64,54 @@ func TestFlagsNameEveryFlagMCMRegisters(t *testing.T) {
 	}
 }
 
+// AddFlags registers MCM's flags and the controller's own, and no other;
+// none of the own is MCM's.
+func TestOwnFlagsAreRegisteredBesidesMCMs(t *testing.T) {
+	fs := pflag.NewFlagSet("machine-controller", pflag.ContinueOnError)
+	New().AddFlags(fs)
+	registered := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { registered[f.Name] = true })
+	mcm := pflag.NewFlagSet("mcm", pflag.ContinueOnError)
+	New().MCM.AddFlags(mcm)
+	for _, f := range OwnFlags() {
+		if mcm.Lookup(f.Name) != nil {
+			t.Errorf("own flag %q is MCM's", f.Name)
+		}
+		if !registered[f.Name] {
+			t.Errorf("own flag %q is not registered", f.Name)
+		}
+		if f.Use != UseConfig || f.Field == "" || f.Note == "" {
+			t.Errorf("own flag %q: %+v", f.Name, f)
+		}
+		delete(registered, f.Name)
+	}
+	mcm.VisitAll(func(f *pflag.Flag) { delete(registered, f.Name) })
+	for name := range registered {
+		t.Errorf("flag %q is neither MCM's nor listed by OwnFlags", name)
+	}
+}
+
+// The zone protection's flags reach lifecycle.Config.ZoneOutage, and the
+// lifecycle's check refuses a protection without a hold.
+func TestZoneOutageFlags(t *testing.T) {
+	o := parse(t, "--zone-outage-machines=3", "--zone-outage-percent=60", "--zone-outage-hold=90m")
+	want := lifecycle.ZoneOutage{Count: 3, Percent: 60, Hold: 90 * time.Minute}
+	if got := o.Config().ZoneOutage; got != want {
+		t.Fatalf("ZoneOutage %+v, want %+v", got, want)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := parse(t, "--zone-outage-machines=3").Validate()
+	if err == nil || !strings.Contains(err.Error(), "ZoneOutage") {
+		t.Fatalf("a protection without a hold validates: %v", err)
+	}
+}
+
 // The table's fields exist: a field of lifecycle.Config or of Controller,
 // by its path.
 func TestFlagsNameFieldsThatExist(t *testing.T) {
-	for _, f := range Flags() {
+	for _, f := range append(Flags(), OwnFlags()...) {
 		var root reflect.Type
 		switch f.Use {
 		case UseConfig:

@@ -113,6 +113,11 @@ type options struct {
 	fromAPIServer  bool
 	tokenIDs       string
 	selector       string
+	// zoneOutage and autoPreserve are the lifecycle's fleet settings an
+	// operator sets on the command line (lifecycle.Config.ZoneOutage and
+	// AutoPreserve); the machines' own settings are in their specs.
+	zoneOutage   lifecycle.ZoneOutage
+	autoPreserve int
 
 	leaderElect                               bool
 	leaderElectionID, leaderElectionNamespace string
@@ -178,6 +183,26 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", o.renewDeadline,
 		"how long the leader tries to renew its lease before it stops leading (and exits)")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", o.retryPeriod, "how often replicas try to take or renew the lease")
+	fs.IntVar(&o.zoneOutage.Count, "zone-outage-machines", o.zoneOutage.Count, "the least number of an owner's unhealthy "+
+		"machines in one zone (the nodes' topology.kubernetes.io/zone label) that makes the zone look down as a whole, so "+
+		"that its machines are not marked Failed for --zone-outage-hold past their health timeout; 0 turns it off")
+	fs.IntVar(&o.zoneOutage.Percent, "zone-outage-percent", o.zoneOutage.Percent,
+		"the least share, 0 to 100, of an owner's unhealthy machines that must be in that zone as well")
+	fs.DurationVar(&o.zoneOutage.Hold, "zone-outage-hold", o.zoneOutage.Hold,
+		"how long past its health timeout a machine of a zone that looks down is held at most; needed with --zone-outage-machines")
+	fs.IntVar(&o.autoPreserve, "auto-preserve-max", o.autoPreserve, "how many Failed machines of one owner are kept "+
+		"preserved for diagnosis, until their preservation timeout, without being asked; 0 turns it off")
+}
+
+// lifecycleConfig returns the lifecycle's configuration: the tests' own,
+// or the defaults with the fleet settings of the flags.
+func (o options) lifecycleConfig() *lifecycle.Config {
+	if o.config != nil {
+		return o.config
+	}
+	cfg := lifecycle.DefaultConfig()
+	cfg.ZoneOutage, cfg.AutoPreserve = o.zoneOutage, o.autoPreserve
+	return &cfg
 }
 
 func run(ctx context.Context, o options) error {
@@ -273,7 +298,7 @@ func newManager(cfg *rest.Config, o options, provider *fakecloud.Provider) (ctrl
 		TokenID:                 tokenID,
 		Registerer:              o.registerer,
 		Observer:                o.observer,
-		Config:                  o.config,
+		Config:                  o.lifecycleConfig(),
 	})
 	if err != nil {
 		return nil, nil, err
