@@ -266,12 +266,12 @@ func drainedForPreservation(n *Node) bool {
 	return false
 }
 
-// giveBackCordon uncordons node n while it is cordoned, when the
-// lifecycle's cordon changed it (it was schedulable) to drain it for the
-// preservation of the machine while Failed and the machine is not Failed
-// any more; once the node shows
-// it schedulable, the cordon is forgotten (so a write lost after the
-// status was saved is made again). It reports whether it emitted the
+// giveBackCordon uncordons node n while it is cordoned, when the cordon
+// is the preservation's (FlagPreserveCordoned: the lifecycle cordoned the
+// schedulable node to drain it while the machine was Failed, or took
+// MCM's such cordon over) and the machine is not Failed any more; once the
+// node shows it schedulable, the cordon is forgotten (so a write lost
+// after the status was saved is made again). It reports whether it emitted the
 // uncordon. n is the machine's own node (preservedNode); a shell carries
 // the uncordon out at the start of a pass, or with the change to Running
 // (running).

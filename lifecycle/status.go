@@ -256,9 +256,11 @@ const (
 	// Failed, so that one spell of Failed is auto-preserved once.
 	FlagAutoPreserved
 	// FlagPreserveCordoned: the lifecycle cordoned the node, schedulable
-	// until then, to drain it for the preservation of the Failed machine;
-	// it uncordons it once the machine is no longer Failed. A cordon
-	// somebody else put there is not the lifecycle's to lift.
+	// until then, to drain it for the preservation of the Failed machine,
+	// or found it cordoned by such a drain it did not see (the node's
+	// Preserved condition says so: MCM's, before a take-over); it
+	// uncordons it once the machine is no longer Failed. A cordon somebody
+	// else put there is not the lifecycle's to lift.
 	FlagPreserveCordoned
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
