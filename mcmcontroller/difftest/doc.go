@@ -8,8 +8,9 @@
 // doc/mcm-rows.md it exercises, a [World] to start from (the Machine with
 // its spec, status, labels, annotations and finalizers, possibly being
 // deleted or in any state MCM leaves; its class and secret; the nodes of
-// the target cluster; the instances of a [mcmfake.Driver]; other machines
-// of its deployment) and a list of [Step]s. A step is some [Action]s
+// the target cluster and the pods bound to them; the instances of a
+// [mcmfake.Driver]; other machines of its deployment) and a list of
+// [Step]s. A step is some [Action]s
 // (script the driver's next answers or install a hook, add a node, change
 // its conditions, labels, annotations or spec, delete a node, attach a
 // volume, mark the machine for deletion, set a label or an annotation of
@@ -36,15 +37,16 @@
 //
 // A [Runner] builds each scenario's world in a namespace of its own on one
 // API server (an envtest shared by every scenario; nodes and bootstrap
-// tokens are cluster-wide and cleared before each scenario, so scenarios
-// run one after the other), runs it through a [Controller] and records an
+// tokens are cluster-wide, and a drain lists a node's pods in every
+// namespace, so these are cleared before each scenario and scenarios run
+// one after the other), runs it through a [Controller] and records an
 // [Observation] per reconcile, read from the world and not from the
 // controller: the machine after it (phase, LastOperation type, state,
 // description and error code, providerID, node label, finalizers, or gone),
 // the driver calls made during it (the delta of mcmfake.Driver.Calls:
 // method, machine, providerID, code) and every write it made, from
-// snapshots of the machine, its class and secret, the nodes, the bootstrap
-// tokens and the volume attachments before and after. A [Normalizer]
+// snapshots of the machine, its class, secret and pods, the nodes, the
+// bootstrap tokens and the volume attachments before and after. A [Normalizer]
 // leaves out what legitimately differs between runs: resourceVersions,
 // UIDs, generations, timestamps (leaves, but for whether a preservation's
 // expiry is set, and times printed in texts), the namespace, bootstrap

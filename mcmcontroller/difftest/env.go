@@ -170,6 +170,9 @@ func (e *Env) build(ctx context.Context, w *World) error {
 			return err
 		}
 	}
+	if err := e.createPods(ctx, w.Pods); err != nil {
+		return err
+	}
 	if w.Deleting {
 		return e.deleteMachine(ctx)
 	}
@@ -217,6 +220,18 @@ func (e *Env) createNode(ctx context.Context, n corev1.Node) error {
 	created.Status = status
 	_, err = e.Core.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
+}
+
+// createPods creates the pods in e's namespace.
+func (e *Env) createPods(ctx context.Context, pods []corev1.Pod) error {
+	for _, p := range pods {
+		p := p.DeepCopy()
+		p.Namespace = e.Namespace
+		if _, err := e.Core.CoreV1().Pods(e.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setNodeConditions sets the node's conditions of the types of cs and

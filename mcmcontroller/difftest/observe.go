@@ -204,9 +204,9 @@ func (n *Normalizer) Text(s string) string {
 // flattened to its normalised leaves.
 type snapshot map[string]map[string]string
 
-// snapshot reads the machine, the classes and secrets of the namespace,
-// every node, the bootstrap tokens of kube-system and every volume
-// attachment, each normalised by n.
+// snapshot reads the machine, the classes, secrets and pods of the
+// namespace, every node, the bootstrap tokens of kube-system and every
+// volume attachment, each normalised by n.
 func (e *Env) snapshot(ctx context.Context, n *Normalizer) (snapshot, error) {
 	s := snapshot{}
 	put := func(key string, obj any) error {
@@ -242,6 +242,15 @@ func (e *Env) snapshot(ctx context.Context, n *Normalizer) (snapshot, error) {
 	}
 	for i := range nodes.Items {
 		if err := put("node "+nodes.Items[i].Name, &nodes.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	pods, err := e.Core.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if err := put("pod "+pods.Items[i].Name, &pods.Items[i]); err != nil {
 			return nil, err
 		}
 	}

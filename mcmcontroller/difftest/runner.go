@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gardener/machine-controller-manager/pkg/client/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -157,8 +158,10 @@ func (r *Runner) Differential(ctx context.Context, ref, under Controller, sc *Sc
 }
 
 // clearCluster deletes what scenarios leave cluster-wide: the refusals of
-// node writes, the nodes (their finalizers removed), the bootstrap tokens
-// of kube-system and the volume attachments. A refusal lingers a moment
+// node writes, the nodes (their finalizers removed), the pods of every
+// namespace (at once: no kubelet confirms a graceful deletion; a drain
+// lists a node's pods in all namespaces), the bootstrap tokens of
+// kube-system and the volume attachments. A refusal lingers a moment
 // after its binding is gone, so the node writes are retried.
 func clearCluster(ctx context.Context, core kubernetes.Interface) error {
 	if err := liftFaults(ctx, core); err != nil {
@@ -183,6 +186,17 @@ func clearCluster(ctx context.Context, core kubernetes.Interface) error {
 	})
 	if err != nil {
 		return fmt.Errorf("deleting the nodes: %w", err)
+	}
+	pods, err := core.CoreV1().Pods(metav1.NamespaceAll).List(ctx, all)
+	if err != nil {
+		return err
+	}
+	var zero int64
+	for _, p := range pods.Items {
+		err := core.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
 	}
 	if err := core.CoreV1().Secrets(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"}); err != nil {

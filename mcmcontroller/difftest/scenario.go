@@ -60,6 +60,10 @@ type World struct {
 	// Nodes are created with their status; condition times left zero are
 	// stamped with the time of the write.
 	Nodes []corev1.Node
+	// Pods are the workloads on the nodes, each bound to its node by
+	// spec.nodeName (no kubelet runs them); their namespace is set by the
+	// runner.
+	Pods []corev1.Pod
 	// Instances live in the fake cloud before the first step, each made
 	// for the machine (its UID known only once it is created).
 	Instances []Instance

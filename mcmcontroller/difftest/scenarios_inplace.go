@@ -6,6 +6,8 @@ import (
 	"github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // MCM's in-place update: its phases and operation types, the node labels
@@ -147,6 +149,18 @@ func statusWriteGoesOn(i, j int) []Deviation {
 	return out
 }
 
+// workload returns a pod of a ReplicaSet, bound to node. Its grace period
+// is 0: no kubelet ends a pod here, so an eviction deletes it at once.
+func workload(node string) corev1.Pod {
+	var grace int64
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1",
+			Kind: "ReplicaSet", Name: "web", UID: "uid-of-the-replicaset", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+}
+
 // Last operations of the in-place update.
 var (
 	opUpdating = lastOp(opInPlace, stProcessing, "Machine worker-a-1 is undergoing an in-place update")
@@ -183,6 +197,13 @@ func inPlaceScenarios() []Scenario {
 	verdictUnsaid := World{Machine: inPlaceMachine(inPlaceSuccessful, opUpdated, v1alpha1.SelectedForUpdate), Instances: []Instance{{}},
 		Nodes: []corev1.Node{updateNode(v1alpha1.SelectedForUpdate, true, candidateLabel, selectedLabel)}}
 	verdictUnsaid.Nodes[0].Labels[resultLabel] = v1alpha1.LabelValueNodeUpdateSuccessful
+	// The node made anew: registered again under its name, with the
+	// machine-name label and an annotation of the kubelet (and no record of
+	// the node template), it runs a workload, is not cordoned and shows
+	// nothing of the update.
+	madeAnew := World{Machine: inPlaceMachine(inPlaceUpdating, opUpdating, v1alpha1.ReadyForUpdate), Instances: []Instance{{}},
+		Nodes: []corev1.Node{nodeOf(1, readyTrue)}, Pods: []corev1.Pod{workload(NodeName(1))}}
+	madeAnew.Nodes[0].Annotations = map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
 	return []Scenario{{
 		// The whole protocol, as the MachineDeployment controller and the
 		// node agent play it: candidate, selected, drained, updated,
@@ -328,10 +349,54 @@ func inPlaceScenarios() []Scenario {
 			{Rows: rows("H3", "H12"), Want: want(Phase(running), Op(opHealth, stSuccessful), Calls(), Requeue(short))},
 			{Rows: rows("U6", "I5"), Want: want(Phase(running), reasonWrite(v1alpha1.UpdateSuccessful), Calls(), Requeue(long))},
 		},
-		Deviations: []Deviation{{Step: -1, Heading: "The agent is told again only on the node that was drained",
-			Test: "TestInPlaceFromEveryState"}},
+		Deviations: []Deviation{{Step: -1, Heading: toldAgain, Test: "TestInPlaceFromEveryState"}},
+	}, {
+		// The node of an InPlaceUpdating machine was made anew: deleted
+		// and registered again under its name, it is uncordoned, runs a
+		// workload and has neither the labels nor the condition of the
+		// update. Both copy the conditions (H2) and wait. The
+		// MachineDeployment controller then labels it candidate again (it
+		// labels the node of each machine of the old machine set) and
+		// selects it (a node without the selected label is not counted as
+		// updating): MCM writes the condition anew (U3, U4), drains the
+		// node, evicting the workload, and tells the agent ReadyForUpdate
+		// again (I2, I4); the drop-in writes the condition (U3, U4) but
+		// neither cordons nor drains nor tells the agent on a node the
+		// drain did not leave so. MCM's drain stamps the phase anew, but
+		// the labels come at once here, so both end the update by its
+		// timeout (H8) in the same reconcile.
+		Name: "inplace-node-made-anew", Rows: rows("H2", "H12", "H11", "U2", "I1", "U3", "I5", "U4", "I2", "I4", "U8", "I3", "H8"),
+		World: madeAnew,
+		Steps: []Step{
+			{Rows: rows("H2", "H12"), Want: want(Phase(inPlaceUpdating), Op(opInPlace, stProcessing), Calls(), NoWrites("node ", "pod "),
+				Wrote("machine worker-a-1: status.conditions[type=InPlaceUpdate].reason: -\"ReadyForUpdate\""), Requeue(short))},
+			{Rows: rows("H11", "U2", "I1"), Want: want(Phase(inPlaceUpdating), Calls(), NoWrites(), Requeue(long))},
+			{Do: do(LabelNode(NodeName(1), candidateLabel, "true")), Rows: rows("H11", "U3", "I5"), Want: want(Phase(inPlaceUpdating),
+				Calls(), NoWrites("machine ", "pod "), reasonWrite(v1alpha1.CandidateForUpdate), Requeue(long))},
+			{Rows: rows("H2", "H12"), Want: want(Phase(inPlaceUpdating), Calls(), noReasonWrite(),
+				Wrote("machine worker-a-1: status.conditions[type=InPlaceUpdate].reason: +\"CandidateForUpdate\""), Requeue(short))},
+			{Do: do(LabelNode(NodeName(1), selectedLabel, "true")), Rows: rows("H11", "U4", "I2", "I4"), Want: want(Phase(inPlaceUpdating),
+				Op(opInPlace, stProcessing), Desc(opUpdating.Description), Calls(), Wrote("node node-1: spec.unschedulable: +\"true\""),
+				Wrote("pod web-1: deleted"), reasonWrite(v1alpha1.ReadyForUpdate), Requeue(medium), ErrHas(ready))},
+			{Rows: rows("H2", "H12"), Want: want(Phase(inPlaceUpdating), Calls(), noReasonWrite(),
+				Wrote("machine worker-a-1: status.conditions[type=InPlaceUpdate].reason: ", "ReadyForUpdate"), Requeue(short))},
+			{Rows: rows("H11", "U8", "I3"), Want: want(Phase(inPlaceUpdating), Calls(), NoWrites(), Requeue(medium), ErrHas(ready))},
+			{Do: do(Advance(19 * time.Minute)), Rows: rows("H11", "U8", "I3"), Want: want(Phase(inPlaceUpdating), Calls(), NoWrites(),
+				Requeue(medium), ErrHas(ready))},
+			{Do: do(Advance(2 * time.Minute)), Rows: rows("H8", "H12"), Want: want(Phase(inPlaceFailed), Op(opInPlace, stFailed),
+				Desc("Machine worker-a-1 failed to in-place update in 20m0s minutes."), Calls(), Requeue(short))},
+		},
+		Deviations: concat(copiedAt(2, 3),
+			accept(toldAgain, "TestInPlaceFromEveryState", at(4), both("")...),
+			accept(toldAgain, "TestInPlaceFromEveryState", at(5), "write only by the first: machine "+machineName+
+				": status.conditions[type=InPlaceUpdate]"),
+			accept(toldAgain, "TestInPlaceFromEveryState", at(End), "machine conditions", "nodes")),
 	}}
 }
+
+// toldAgain starts the heading of the deviation that tells the agent
+// ReadyForUpdate again only on the node the drain left.
+const toldAgain = "The agent is told again only on the node that was drained"
 
 // concat joins lists of deviations.
 func concat(ds ...[]Deviation) []Deviation {
