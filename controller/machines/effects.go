@@ -19,6 +19,7 @@ import (
 // kubeshell's.
 func (r *Reconciler) apply(ctx context.Context, p *pass, e lifecycle.Effect) (lifecycle.Write, error) {
 	if kubeshell.IsNodeEffect(e.Kind) {
+		p.nodeWritten = true
 		return r.nodes.Apply(ctx, &e, r.now())
 	}
 	switch e.Kind {

@@ -125,6 +125,10 @@ type pass struct {
 	// token is the bootstrap token ("<id>.<secret>") the pass made sure
 	// of, for the CreateMachine that follows.
 	token string
+	// nodeWritten reports that the pass wrote a node: its later steps
+	// read the node from the API server, not from the cache, which may
+	// not show the write yet.
+	nodeWritten bool
 
 	// reported holds the anomalies whose event this pass recorded.
 	reported lifecycle.Anomalies

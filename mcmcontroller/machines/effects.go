@@ -21,6 +21,7 @@ func (p *pass) apply(ctx context.Context, e *lifecycle.Effect) (lifecycle.Write,
 		return lifecycle.WriteOK, nil
 	}
 	if kubeshell.IsNodeEffect(e.Kind) {
+		p.nodeWritten = true
 		return p.r.nodes.Apply(ctx, e, p.r.opts.Now())
 	}
 	switch e.Kind {

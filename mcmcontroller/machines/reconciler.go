@@ -167,6 +167,10 @@ type pass struct {
 	// token is the bootstrap token ("<id>.<secret>") the pass made sure
 	// of, for the CreateMachine that follows.
 	token string
+	// nodeWritten reports that the pass wrote a node: its later steps
+	// read the node from the API server, not from the cache, which may
+	// not show the write yet.
+	nodeWritten bool
 }
 
 // errGone is the error of a write to a machine that is gone.
