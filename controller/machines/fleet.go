@@ -37,6 +37,12 @@ type fleetRunnable struct {
 	machs   []*v1alpha1.Machine
 	out     []lifecycle.Grant
 	orphans int
+	// zones holds the zone each machine's node last showed, by the
+	// machine's UID: a machine whose node object is gone or cannot be
+	// read (deleted during an outage, say) still counts in its zone for
+	// the limiter's protection per failure domain. It lives as long as
+	// the process; a machine no longer listed is forgotten.
+	zones map[types.UID]string
 }
 
 // NeedLeaderElection reports true: grants are computed by one controller.
@@ -91,6 +97,7 @@ func (f *fleetRunnable) observe(ctx context.Context, now time.Time) error {
 	})
 	f.members = f.members[:0]
 	keep := f.machs[:0]
+	zones := make(map[types.UID]string, len(f.zones))
 	for _, m := range f.machs {
 		st, err := m.Status.ToLifecycle()
 		if err != nil {
@@ -98,11 +105,15 @@ func (f *fleetRunnable) observe(ctx context.Context, now time.Time) error {
 		}
 		o, problem := objectOf(m)
 		node := cmp.Or(m.Status.Node, o.NodeLabel)
+		zone := cmp.Or(kubeshell.ZoneOf(ctx, r.client, node), f.zones[m.UID])
+		if zone != "" {
+			zones[m.UID] = zone
+		}
 		f.members = append(f.members, lifecycle.MemberOf(&r.config, &lifecycle.Input{Object: o, Status: st, Problem: problem,
-			Node: lifecycle.Node{Name: node, Zone: kubeshell.ZoneOf(ctx, r.client, node)}}))
+			Node: lifecycle.Node{Name: node, Zone: zone}}))
 		keep = append(keep, m)
 	}
-	f.machs = keep
+	f.machs, f.zones = keep, zones
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,7 +20,9 @@ import (
 // zone whose nodes all turn NotReady stay Unknown past their health
 // timeout, held for the zone's outage, while the machine of another zone
 // is marked Failed. The zone comes from the nodes'
-// topology.kubernetes.io/zone label, which the fleet pass reads.
+// topology.kubernetes.io/zone label, which the fleet pass reads. Their
+// node objects deleted during the outage, they are still held: the fleet
+// pass remembers the zone each machine's node showed.
 func TestZoneOutageHoldsTheZone(t *testing.T) {
 	needEnv(t)
 	t.Parallel()
@@ -65,5 +68,15 @@ func TestZoneOutageHoldsTheZone(t *testing.T) {
 	for _, name := range []string{"m-z-1", "m-z-2", "m-z-3"} {
 		m := getMachine(t, ns, name)
 		require.Equal(t, "Unknown", string(m.Status.CurrentStatus.Phase), fmt.Sprintf("%s of the zone in an outage", name))
+	}
+	for _, name := range []string{"m-z-1", "m-z-2", "m-z-3"} {
+		inst, _ := p.InstanceOf(name)
+		require.NoError(t, k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.NodeName}}))
+	}
+	time.Sleep(5 * time.Second)
+	for _, name := range []string{"m-z-1", "m-z-2", "m-z-3"} {
+		m := getMachine(t, ns, name)
+		require.Equal(t, "Unknown", string(m.Status.CurrentStatus.Phase),
+			fmt.Sprintf("%s of the zone in an outage, its node object deleted", name))
 	}
 }
