@@ -44,13 +44,8 @@ func FindNode(ctx context.Context, c client.Reader, of NodeOf) (*corev1.Node, er
 		if name == "" {
 			continue
 		}
-		n := &corev1.Node{}
-		err := c.Get(ctx, client.ObjectKey{Name: name}, n)
-		if err == nil {
-			return n, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
+		if n, err := ReadNode(ctx, c, name); n != nil || err != nil {
+			return n, err
 		}
 	}
 	var nodes corev1.NodeList
@@ -67,6 +62,20 @@ func FindNode(ctx context.Context, c client.Reader, of NodeOf) (*corev1.Node, er
 		return nil, err
 	}
 	return first(nodes.Items), nil
+}
+
+// ReadNode reads the node named name through c; nil, and no error, when
+// there is none. A shell that wrote a node reads it so from the API server
+// (a client that is not a cache) to decide on what it wrote.
+func ReadNode(ctx context.Context, c client.Reader, name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return n, nil
 }
 
 // first returns the node with the smallest name.

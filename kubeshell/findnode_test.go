@@ -59,3 +59,16 @@ func TestZoneOf(t *testing.T) {
 		}
 	}
 }
+
+// ReadNode returns the node of that name, and nil without an error for a
+// node that does not exist.
+func TestReadNode(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-1"}}).Build()
+	ctx := context.Background()
+	if n, err := ReadNode(ctx, c, "n-1"); err != nil || n == nil || n.Name != "n-1" {
+		t.Fatalf("ReadNode(n-1) = %v, %v", n, err)
+	}
+	if n, err := ReadNode(ctx, c, "gone"); err != nil || n != nil {
+		t.Fatalf("ReadNode(gone) = %v, %v", n, err)
+	}
+}

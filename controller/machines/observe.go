@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -124,7 +123,9 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 	}
 	node, err := r.findNode(ctx, p.m, st)
 	if err == nil && node != nil && p.nodeWritten {
-		node, err = r.reread(ctx, node.Name)
+		// A step after one that wrote the node decides on what was
+		// written, which the cache may not show yet.
+		node, err = kubeshell.ReadNode(ctx, r.reader, node.Name)
 	}
 	if err != nil {
 		p.log.Info("reading the node failed", "error", err.Error())
@@ -157,20 +158,6 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 func (r *Reconciler) findNode(ctx context.Context, m *v1alpha1.Machine, st *lifecycle.Status) (*corev1.Node, error) {
 	return kubeshell.FindNode(ctx, r.client, kubeshell.NodeOf{Label: m.Labels[lifecycle.NodeLabel], Recorded: st.NodeName,
 		Machine: m.Name, ProviderID: st.ProviderID})
-}
-
-// reread reads the node named name from the API server: a step after one
-// that wrote the node decides on what was written, as the cache may not
-// show it yet. A node gone since is nil.
-func (r *Reconciler) reread(ctx context.Context, name string) (*corev1.Node, error) {
-	n := &corev1.Node{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return n, nil
 }
 
 // nodeNamed returns the node of that name, read from the API server, or the

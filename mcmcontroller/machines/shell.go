@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcmadapter "github.com/purelifecycle/machine/adapters/mcm"
@@ -66,7 +65,9 @@ func (p *pass) observe(ctx context.Context, st *lifecycle.Status, in *lifecycle.
 	}
 	node, err := p.r.findNode(ctx, p.m, st)
 	if err == nil && node != nil && p.nodeWritten {
-		node, err = p.reread(ctx, node.Name)
+		// A step after one that wrote the node decides on what was
+		// written, which the cache may not show yet.
+		node, err = kubeshell.ReadNode(ctx, p.r.c.TargetReader, node.Name)
 	}
 	if err != nil {
 		p.log.Info("reading the node failed", "error", err.Error())
@@ -95,20 +96,6 @@ func (p *pass) observe(ctx context.Context, st *lifecycle.Status, in *lifecycle.
 		p.log.Info("reading the bootstrap token failed", "error", err.Error())
 	}
 	in.TokenExists = len(tokens) > 0
-}
-
-// reread reads the node named name from the API server: a step after one
-// that wrote the node decides on what was written, as the cache may not
-// show it yet. A node gone since is nil.
-func (p *pass) reread(ctx context.Context, name string) (*corev1.Node, error) {
-	n := &corev1.Node{}
-	if err := p.r.c.TargetReader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return n, nil
 }
 
 // Save implements lpass.Shell: the status where MCM keeps it
