@@ -154,8 +154,7 @@ var sections = []section{
 			"the Preserved condition); the machine is kept until its expiry; then the annotations that asked for it " +
 			"are removed and it stops, the node given back. Preservation never moves the phase, so the place is " +
 			"refined by its state: preserved (`Status.PreserveUntil` set) or not, and the preserved node drained " +
-			"(`FlagPreserveDrained`). Every exploration of preservation is drawn but the one of an administrator's " +
-			"cordon, held back in `lifecycletest.KnownIssueExplorations`."},
+			"(`FlagPreserveDrained`). Every exploration of preservation is drawn."},
 	{title: "Dispatch, outcomes and input checks", prefixes: []string{"dispatch.", "outcome.", "input."},
 		intro: "Rules `dispatch.*`, `outcome.*` and `input.*` (`lifecycle/step.go`), which every flow passes through."},
 }

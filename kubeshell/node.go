@@ -73,14 +73,29 @@ func (ns Nodes) Apply(ctx context.Context, e *lifecycle.Effect, now time.Time) (
 		return w, err
 	case lifecycle.KindCordon:
 		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
-			changed := !n.Spec.Unschedulable
+			made := !n.Spec.Unschedulable
 			n.Spec.Unschedulable = true
-			return changed
+			if e.Key == "" {
+				return made
+			}
+			// The mark, in the same write: set when this write makes the
+			// cordon, removed when somebody else's was there already.
+			if made {
+				SetKey(&n.Annotations, e.Key, e.Value)
+				return true
+			}
+			_, had := n.Annotations[e.Key]
+			delete(n.Annotations, e.Key)
+			return had
 		})
 	case lifecycle.KindUncordon:
 		return ns.Update(ctx, e.Node, true, false, func(n *corev1.Node) bool {
 			changed := n.Spec.Unschedulable
 			n.Spec.Unschedulable = false
+			if _, had := n.Annotations[e.Key]; had && e.Key != "" {
+				delete(n.Annotations, e.Key)
+				changed = true
+			}
 			return changed
 		})
 	case lifecycle.KindRemoveNodeFinalizer:

@@ -37,6 +37,59 @@ func node(c client.Client, t *testing.T, name string) *corev1.Node {
 	return n
 }
 
+// The preservation's cordon carries the lifecycle's mark in the same
+// write: set when the write makes the cordon, removed when the node was
+// cordoned already (somebody else's cordon), and removed by the uncordon
+// that gives the cordon back.
+func TestCordonMark(t *testing.T) {
+	ctx := context.Background()
+	ns, c := world(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	marked := lifecycle.Effect{Kind: lifecycle.KindCordon, Node: "n1", Key: lifecycle.CordonMarkAnnotation,
+		Value: lifecycle.CordonMarkPreservation}
+	giveBack := lifecycle.Effect{Kind: lifecycle.KindUncordon, Node: "n1", Key: lifecycle.CordonMarkAnnotation}
+	apply := func(e lifecycle.Effect) *corev1.Node {
+		t.Helper()
+		if w, err := ns.Apply(ctx, &e, t0); w != lifecycle.WriteOK || err != nil {
+			t.Fatalf("%s: %s, %v", e, w, err)
+		}
+		return node(c, t, "n1")
+	}
+	n := apply(marked)
+	if !n.Spec.Unschedulable || n.Annotations[lifecycle.CordonMarkAnnotation] != lifecycle.CordonMarkPreservation {
+		t.Fatalf("the cordon this write made is not marked: %+v", n)
+	}
+	n = apply(giveBack)
+	if n.Spec.Unschedulable || len(n.Annotations) != 0 {
+		t.Fatalf("the cordon given back keeps its mark: %+v", n)
+	}
+
+	// Somebody else's cordon, with a mark left behind by an uncordon that
+	// did not take it off: the marked cordon finds the node cordoned, so
+	// the cordon is not the lifecycle's and the mark goes.
+	n.Spec.Unschedulable = true
+	n.Annotations = map[string]string{lifecycle.CordonMarkAnnotation: lifecycle.CordonMarkPreservation}
+	if err := c.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n = apply(marked)
+	if !n.Spec.Unschedulable || len(n.Annotations) != 0 {
+		t.Fatalf("a cordon found in place is marked as the lifecycle's: %+v", n)
+	}
+	rv := n.ResourceVersion
+	if n = apply(marked); n.ResourceVersion != rv {
+		t.Fatal("a cordoned node without the mark was written again")
+	}
+	// An unmarked uncordon (an in-place update's) leaves a mark alone.
+	n.Annotations = map[string]string{lifecycle.CordonMarkAnnotation: lifecycle.CordonMarkPreservation}
+	if err := c.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if n = apply(lifecycle.Effect{Kind: lifecycle.KindUncordon, Node: "n1"}); n.Spec.Unschedulable ||
+		n.Annotations[lifecycle.CordonMarkAnnotation] == "" {
+		t.Fatalf("%+v", n)
+	}
+}
+
 func TestApplyNodeEffects(t *testing.T) {
 	ctx := context.Background()
 	ns, c := world(t, &corev1.Node{

@@ -76,7 +76,7 @@ func problemPeriod(p Problem) time.Duration {
 func (x *decider) beginDeletion() {
 	st := x.st
 	x.rule(RuleDeleteBegins)
-	flags := st.Flags &^ (FlagGranted | flagsDrained | flagsDrainUnderWay | FlagWasFailed | FlagPreserveByNode | FlagPreserveDrained | FlagPreserveCordoned |
+	flags := st.Flags &^ (FlagGranted | flagsDrained | flagsDrainUnderWay | FlagWasFailed | FlagPreserveByNode | FlagPreserveDrained | FlagPreserveCordoned | FlagPreserveCordonTakenOver |
 		FlagAutoPreserved)
 	if st.Phase == phase.Failed {
 		flags |= FlagWasFailed

@@ -38,8 +38,9 @@ const (
 	// KindRemoveNodeAnnotation: remove annotation Key from node Node. A
 	// node that no longer exists counts as done.
 	KindRemoveNodeAnnotation
-	// KindUncordon: mark node Node schedulable. A node that no longer
-	// exists counts as done.
+	// KindUncordon: mark node Node schedulable and, when Key is set
+	// ([CordonMarkAnnotation]), remove the node's annotation Key in the
+	// same write. A node that no longer exists counts as done.
 	KindUncordon
 	// KindRemoveTaint: remove the taint with key Key (every effect) from
 	// node Node. A node that no longer exists counts as done.
@@ -49,7 +50,12 @@ const (
 	// Node, with reason Value and message Message. A node that no longer
 	// exists counts as done.
 	KindSetNodeCondition
-	// KindCordon: mark node Node unschedulable. A node that no longer
+	// KindCordon: mark node Node unschedulable. When Key is set
+	// ([CordonMarkAnnotation]), the same write sets the node's annotation
+	// Key to Value if it is the write that makes the node unschedulable,
+	// and removes the annotation if the node was unschedulable already:
+	// the annotation then says whether the cordon the node shows is the
+	// one this effect made ([Node.OwnCordon]). A node that no longer
 	// exists counts as done.
 	KindCordon
 	// KindDrain: one round of the drain of node Node: ask once to evict

@@ -181,6 +181,9 @@ type Node struct {
 	ScaleDownDisabled bool
 	// Unschedulable is the node's spec.unschedulable: it is cordoned.
 	Unschedulable bool
+	// OwnCordon reports that the node carries [CordonMarkAnnotation]: the
+	// cordon it shows is the one a preservation's drain made.
+	OwnCordon bool
 	// VolumesAttached counts the node's status.volumesAttached.
 	VolumesAttached int
 	// Zone is the value of the node's [ZoneLabel] label, "" when it has

@@ -40,15 +40,24 @@ func (x *decider) keepDrainForced() bool {
 
 // beginKeepDrain emits the cordon of node n and a first round of its
 // drain, as the op of the stage's drain (appended to whatever the caller
-// put before them).
+// put before them). A preservation's cordon of a schedulable node is the
+// lifecycle's to give back (FlagPreserveCordoned), and marked as its own
+// in the same write (CordonMarkAnnotation), so that a cordon somebody
+// else makes after that write was lost is not taken for it.
 func (x *decider) beginKeepDrain(n *Node, force bool) {
-	r := x.st.Stage.keepRules()
+	st := x.st
+	r := st.Stage.keepRules()
 	if force {
 		x.act(r.force)
 	} else {
 		x.act(r.drain)
 	}
-	x.nodeEffect(KindCordon, n.Name, "", "")
+	if st.Stage == StagePreserveDrain && !n.Unschedulable {
+		set(x, &st.Flags, st.Flags&^FlagPreserveCordonTakenOver|FlagPreserveCordoned)
+		x.nodeEffect(KindCordon, n.Name, CordonMarkAnnotation, CordonMarkPreservation)
+	} else {
+		x.nodeEffect(KindCordon, n.Name, "", "")
+	}
 	x.drainEffect(n.Name, force)
 	x.requeue(retry.Short)
 }

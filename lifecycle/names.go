@@ -85,6 +85,16 @@ const (
 	// the machine is preserved (for a Failed machine, once its node is
 	// drained), False once it stopped.
 	ConditionPreserved = "Preserved"
+	// CordonMarkAnnotation is a node annotation of the lifecycle's own
+	// (MCM has none like it): the shell sets it, to
+	// [CordonMarkPreservation], in the same write as the cordon of a
+	// preservation's drain, and removes it with the uncordon that gives
+	// the cordon back ([KindCordon] and [KindUncordon] with it as Key), so
+	// that the node itself tells the lifecycle's cordon from one somebody
+	// else made ([Node.OwnCordon]).
+	CordonMarkAnnotation = "machine.purelifecycle.dev/cordoned-for"
+	// CordonMarkPreservation is the value of [CordonMarkAnnotation].
+	CordonMarkPreservation = "preservation"
 	// BootstrapTokenNamespace holds the bootstrap token secrets.
 	BootstrapTokenNamespace = "kube-system"
 )

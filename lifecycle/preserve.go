@@ -152,20 +152,24 @@ func (x *decider) preservation() bool {
 	if x.in.NodeReadFailed || x.cfg.NoTargetCluster && x.in.Object.Preserve == PreserveUnset && x.st.PreserveUntil == 0 {
 		return false
 	}
-	n := x.preservedNode()
+	n, st := x.preservedNode(), x.st
+	if n != nil && n.Unschedulable && st.Phase == phase.Failed && st.Stage != StagePreserveDrain &&
+		st.Flags&(FlagPreserveCordoned|FlagPreserveDrained) == 0 && drainedForPreservation(n) {
+		// The node of a Failed machine cordoned by a preservation's drain
+		// the lifecycle did not see (MCM's, before the machine was taken
+		// over, which lifts it once the machine is not Failed): given back
+		// as the lifecycle's own. Not while or once the lifecycle drains
+		// the node itself: the condition is then its own, and the cordon
+		// under it somebody else's when it is not marked as the
+		// lifecycle's.
+		set(x, &st.Flags, st.Flags|FlagPreserveCordoned|FlagPreserveCordonTakenOver)
+	}
 	asked, bound := x.preserveAsked(n)
 	if !bound {
 		return false
 	}
-	st := x.st
 	if n != nil && n.Preserve != PreserveUnset {
 		set(x, &st.Flags, st.Flags|FlagPreserveByNode)
-	}
-	if n != nil && n.Unschedulable && !st.Flags.Has(FlagPreserveCordoned) && drainedForPreservation(n) {
-		// Cordoned by a preservation's drain the lifecycle did not see
-		// (MCM's, before the machine was taken over, which lifts it once
-		// the machine is not Failed): given back as the lifecycle's own.
-		set(x, &st.Flags, st.Flags|FlagPreserveCordoned)
 	}
 	expired := st.PreserveUntil != 0 && x.now >= st.PreserveUntil
 	failed := st.Phase == phase.Failed
@@ -205,11 +209,7 @@ func (x *decider) preserve(n *Node, asked Preserve) bool {
 		if st.Stage != StagePreserveDrain {
 			x.setStage(StagePreserveDrain)
 			set(x, &st.Failures.Drain, 0)
-			flags := st.Flags &^ FlagPreserveDrained
-			if !n.Unschedulable {
-				flags |= FlagPreserveCordoned // the cordon is the lifecycle's to give back
-			}
-			set(x, &st.Flags, flags)
+			set(x, &st.Flags, st.Flags&^FlagPreserveDrained)
 			x.beginKeepDrain(n, x.keepDrainForced())
 			return true
 		}
@@ -268,10 +268,11 @@ func drainedForPreservation(n *Node) bool {
 
 // giveBackCordon uncordons node n while it is cordoned, when the cordon
 // is the preservation's (FlagPreserveCordoned: the lifecycle cordoned the
-// schedulable node to drain it while the machine was Failed, or took
-// MCM's such cordon over) and the machine is not Failed any more; once the
-// node shows it schedulable, the cordon is forgotten (so a write lost
-// after the status was saved is made again). It reports whether it emitted the
+// schedulable node to drain it while the machine was Failed, and the node
+// shows the cordon marked as the lifecycle's, or the lifecycle took MCM's
+// such cordon over) and the machine is not Failed any more; once the node
+// shows it schedulable, the cordon is forgotten (so a write lost after
+// the status was saved is made again). It reports whether it emitted the
 // uncordon. n is the machine's own node (preservedNode); a shell carries
 // the uncordon out at the start of a pass, or with the change to Running
 // (running).
@@ -280,14 +281,20 @@ func (x *decider) giveBackCordon(n *Node) bool {
 	if !st.Flags.Has(FlagPreserveCordoned) || st.Phase == phase.Failed {
 		return false
 	}
-	if !n.Unschedulable || st.Stage == StageInPlaceDrain || st.Phase.InPlace() || n.Update.Has(UpdateSelected) {
+	switch {
+	case !n.Unschedulable || st.Stage == StageInPlaceDrain || st.Phase.InPlace() || n.Update.Has(UpdateSelected):
 		// Given back, or the cordon belongs to an in-place update's
 		// drain now.
-		set(x, &st.Flags, st.Flags&^FlagPreserveCordoned)
-		return false
+	case n.OwnCordon || st.Flags.Has(FlagPreserveCordonTakenOver):
+		x.nodeEffect(KindUncordon, n.Name, CordonMarkAnnotation, "")
+		return true
+	default:
+		// A cordon without the lifecycle's mark: the write of the
+		// lifecycle's own cordon was lost, and somebody (an
+		// administrator) cordoned the node since. It stays.
 	}
-	x.nodeEffect(KindUncordon, n.Name, "", "")
-	return true
+	set(x, &st.Flags, st.Flags&^(FlagPreserveCordoned|FlagPreserveCordonTakenOver))
+	return false
 }
 
 // preserveDrained records the preserved Failed machine's node drained; the
@@ -342,7 +349,7 @@ func (x *decider) stopPreservation(n *Node) bool {
 		set(x, &st.Flags, st.Flags&^FlagPreserveByNode)
 	}
 	if n == nil {
-		set(x, &st.Flags, st.Flags&^(FlagPreserveDrained|FlagPreserveCordoned))
+		set(x, &st.Flags, st.Flags&^(FlagPreserveDrained|FlagPreserveCordoned|FlagPreserveCordonTakenOver))
 		return false
 	}
 	if x.in.Outcome != nil {

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,10 @@ var (
 	beginPreserve = "event Normal MachinePreserved (preserve.begin)"
 	annotateNode  = []string{"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledByAnnotation + "=true",
 		"annotate-node node-vm-1 " + lifecycle.ScaleDownDisabledAnnotation + "=true"}
+	// ownCordon and giveBack are the preservation's cordon, marked as the
+	// lifecycle's, and its uncordon, which takes the mark off.
+	ownCordon = "cordon node-vm-1 marking " + lifecycle.CordonMarkAnnotation
+	giveBack  = "uncordon node-vm-1 unmarking " + lifecycle.CordonMarkAnnotation
 )
 
 // TestPreserveRows has one case per line of MCM's preservation table.
@@ -106,7 +111,7 @@ func TestPreserveRows(t *testing.T) {
 			in: preservedRunning(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserveStop, lines: stopLines},
 		{name: "P4 when-failed on a Failed machine: preserved, its node cordoned and drained",
 			in: failedInput(lifecycle.PreserveWhenFailed), rule: lifecycle.RulePreserve, until: true,
-			lines: []string{beginPreserve, "cordon node-vm-1", "drain node-vm-1"},
+			lines: []string{beginPreserve, ownCordon, "drain node-vm-1"},
 			inStep: func(t *testing.T, d lifecycle.Decision) {
 				require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
 				require.Equal(t, lifecycle.RulePreserveDrain, d.OpID.Rule(), "the op is the drain's")
@@ -286,7 +291,7 @@ func TestPreserveInterplay(t *testing.T) {
 	t.Run("a preserved Failed machine whose node recovers: Running, the node uncordoned, preservation stopped", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
 		in.Node.Pods = 0
-		in.Node.Unschedulable = true
+		in.Node.Unschedulable, in.Node.OwnCordon = true, true // the lifecycle's cordon
 		in.Node.ScaleDownDisabled = true
 		in.Status.Flags = lifecycle.FlagPreserveDrained | lifecycle.FlagPreserveCordoned
 		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
@@ -299,7 +304,7 @@ func TestPreserveInterplay(t *testing.T) {
 		for _, d := range ds {
 			lines = append(lines, d.Lines()...)
 		}
-		require.Contains(t, lines, "uncordon node-vm-1", "the node given back with the join")
+		require.Contains(t, lines, giveBack, "the node given back with the join")
 		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "until the node shows it schedulable")
 		in.Status, in.Outcome, in.Node.Unschedulable = d.Status, nil, false
 		d = step(t, cfg, in)
@@ -307,11 +312,11 @@ func TestPreserveInterplay(t *testing.T) {
 	})
 	t.Run("preserved with now, the node recovers: kept, uncordoned", func(t *testing.T) {
 		in := preservedRunning(lifecycle.PreserveNow)
-		in.Node.Unschedulable = true
+		in.Node.Unschedulable, in.Node.OwnCordon = true, true
 		in.Status.Flags = lifecycle.FlagPreserveCordoned
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
-		require.Equal(t, []string{"uncordon node-vm-1"}, d.Lines())
+		require.Equal(t, []string{giveBack}, d.Lines())
 		require.NotZero(t, d.Status.PreserveUntil)
 	})
 	t.Run("deletion clears the expiry", func(t *testing.T) {
@@ -442,10 +447,10 @@ func TestPreserveFromEveryState(t *testing.T) {
 	t.Run("the node cordoned for a preservation that stopped within a pass is given back at the next", func(t *testing.T) {
 		in := runningInput()
 		in.Status.Flags = lifecycle.FlagPreserveCordoned
-		in.Node.Unschedulable = true
+		in.Node.Unschedulable, in.Node.OwnCordon = true, true
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
-		require.Equal(t, []string{"uncordon node-vm-1"}, d.Lines())
+		require.Equal(t, []string{giveBack}, d.Lines())
 		in.Status, in.Node.Unschedulable = d.Status, false
 		require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagPreserveCordoned))
 	})
@@ -470,7 +475,7 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	drainLines := func(d lifecycle.Decision) (cordon, drain bool) {
 		for _, l := range d.Lines() {
-			cordon = cordon || l == "cordon node-vm-1"
+			cordon = cordon || l == ownCordon
 			drain = drain || len(l) > 5 && l[:5] == "drain"
 		}
 		return cordon, drain
@@ -483,13 +488,13 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained), "not drained yet")
 		// The preservation taken back while its drain is under way, the
 		// node Ready again: the machine recovers.
-		in.Status, in.Node.Unschedulable, in.Object.Preserve = d.Status, true, lifecycle.PreserveUnset
+		in.Status, in.Node.Unschedulable, in.Node.OwnCordon, in.Object.Preserve = d.Status, true, true, lifecycle.PreserveUnset
 		in.Node.Conditions = healthyNode().Conditions
 		lines := []string{}
 		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
 			lines = append(lines, d.Lines()...)
 		}
-		require.Contains(t, lines, "uncordon node-vm-1", "the drain cut off by the recovery gives its cordon back")
+		require.Contains(t, lines, giveBack, "the drain cut off by the recovery gives its cordon back")
 	})
 	t.Run("an administrator's cordon found before the preservation's drain stays", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
@@ -505,6 +510,44 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 			require.NotContains(t, d.Lines(), "uncordon node-vm-1", d.Rule.String())
 		}
 	})
+	t.Run("an administrator's cordon made after the lifecycle's own was lost stays", func(t *testing.T) {
+		// The model check's path: the preservation's drain begins on a
+		// schedulable node; the cordon's write fails and its outcome is
+		// lost to a restart; the preservation is taken back and an
+		// administrator cordons the node; the machine recovers.
+		in := failedInput(lifecycle.PreserveNow)
+		d := step(t, cfg, in)
+		require.Contains(t, d.Lines(), ownCordon)
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned))
+		in.Status, in.Object.Preserve = d.Status, lifecycle.PreserveFalse
+		in.Node.Unschedulable = true // the administrator's: no mark
+		in.Node.Conditions = healthyNode().Conditions
+		ds := stepPass(t, cfg, in, driverapi.Result{})
+		for _, d := range ds {
+			require.NotContains(t, strings.Join(d.Lines(), "\n"), "uncordon", d.Rule.String())
+		}
+		last := ds[len(ds)-1]
+		require.Equal(t, phase.Running, last.Status.Phase)
+		require.False(t, last.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "the cordon is not the lifecycle's to give back")
+	})
+	t.Run("an administrator's cordon made after the lifecycle's own was lost stays after the drain it served", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		d := step(t, cfg, in)
+		require.Contains(t, d.Lines(), ownCordon)
+		// The cordon lost; the administrator's since; the drain goes on
+		// under it and ends; the node marked; then the machine recovers.
+		in.Status, in.Node.Unschedulable, in.Node.Pods = d.Status, true, 0
+		ds := stepPass(t, cfg, in, driverapi.Result{})
+		require.NotContains(t, ds[0].Lines(), ownCordon, "the node is cordoned already")
+		in.Status = ds[len(ds)-1].Status
+		require.True(t, in.Status.Flags.Has(lifecycle.FlagPreserveDrained), "%s", ds[len(ds)-1].Rule)
+		in.Node.Conditions = append(cloneConds(healthyNode().Conditions), preservedCondition(lifecycle.ConditionTrue,
+			lifecycle.ReasonPreservedByUser, "Preserved node drained successfully. Machine preserved until "+
+				in.Status.PreserveUntil.Time().UTC().String()+"."))
+		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
+			require.NotContains(t, strings.Join(d.Lines(), "\n"), "uncordon", d.Rule.String())
+		}
+	})
 	t.Run("MCM's cordon of a preserved node taken over is given back once the machine recovers", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveUnset) // its annotation removed, the node Ready again
 		until := lifecycle.StampOf(in.Now.Add(time.Hour))
@@ -517,7 +560,7 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
 			lines = append(lines, d.Lines()...)
 		}
-		require.Contains(t, lines, "uncordon node-vm-1")
+		require.Contains(t, lines, giveBack)
 	})
 	t.Run("a node made anew with workloads is drained again before it is marked", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)

@@ -199,7 +199,7 @@ func (s Stage) ofCreation() bool { return s == StageCreating || s == StageInitia
 func (s Stage) deleting() bool { return s >= StageGetVMStatus && s <= StageRemoveFinalizer }
 
 // Flags are facts a flow recorded in the status.
-type Flags uint16
+type Flags uint32
 
 const (
 	// FlagStaleInstance: the recorded instance was created on a stale node
@@ -257,16 +257,26 @@ const (
 	FlagAutoPreserved
 	// FlagPreserveCordoned: the lifecycle cordoned the node, schedulable
 	// until then, to drain it for the preservation of the Failed machine,
-	// or found it cordoned by such a drain it did not see (the node's
-	// Preserved condition says so: MCM's, before a take-over); it
-	// uncordons it once the machine is no longer Failed. A cordon somebody
-	// else put there is not the lifecycle's to lift.
+	// or found it cordoned by such a drain it did not see
+	// (FlagPreserveCordonTakenOver); it uncordons it once the machine is
+	// no longer Failed, if the node still shows that cordon: marked as
+	// the lifecycle's ([Node.OwnCordon]), or the one taken over. A cordon
+	// somebody else put there is not the lifecycle's to lift: one the
+	// node does not show as the lifecycle's (its own cordon's write lost,
+	// an administrator's made since) stays, and the flag goes.
 	FlagPreserveCordoned
+	// FlagPreserveCordonTakenOver: the cordon of FlagPreserveCordoned is
+	// not the lifecycle's own but a preservation's drain it did not see
+	// (MCM's, before a take-over), found on the node of a Failed machine
+	// whose Preserved condition said the preservation drained it. It
+	// carries no mark, so the flag is what makes it the lifecycle's to
+	// give back.
+	FlagPreserveCordonTakenOver
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
 		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified |
 		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained | FlagAutoPreserved |
-		FlagPreserveCordoned
+		FlagPreserveCordoned | FlagPreserveCordonTakenOver
 	flagsDrainUnderWay = FlagDraining | FlagDeletingPods
 	flagsDrained       = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
@@ -277,14 +287,14 @@ func (s Flags) Has(f Flags) bool { return s&f == f }
 // flagNames names each declared flag, by bit. It is read-only.
 var flagNames = [...]string{"stale-instance", "granted", "was-failed", "drain-succeeded", "drain-forced",
 	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods",
-	"preserve-by-node", "preserve-drained", "auto-preserved", "preserve-cordoned"}
+	"preserve-by-node", "preserve-drained", "auto-preserved", "preserve-cordoned", "preserve-cordon-taken-over"}
 
 // String names the flags of s, joined by ",", such as
 // "drain-succeeded,terminated"; a bit no flag declares reads "bit-N". The
 // empty set is "". [ParseFlags] reads it back.
 func (s Flags) String() string {
 	var b []byte
-	for i := 0; i < 16; i++ {
+	for i := 0; i < 32; i++ {
 		if s&(1<<i) == 0 {
 			continue
 		}
@@ -319,7 +329,7 @@ func ParseFlags(text string) (Flags, error) {
 			}
 		}
 		if rest, ok := strings.CutPrefix(name, "bit-"); ok && bit < 0 {
-			if n, err := strconv.Atoi(rest); err == nil && n >= len(flagNames) && n < 16 {
+			if n, err := strconv.Atoi(rest); err == nil && n >= len(flagNames) && n < 32 {
 				bit = n
 			}
 		}

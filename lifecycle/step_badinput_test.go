@@ -56,7 +56,7 @@ func TestBadInput(t *testing.T) {
 		in.Status.Stage = lifecycle.Stage(200)
 		require.Equal(t, lifecycle.RuleInvalidStatus, lifecycle.Step(cfg, in).Rule)
 		in = recorded
-		in.Status.Flags = 1 << 15
+		in.Status.Flags = 1 << 16
 		require.Equal(t, lifecycle.RuleInvalidStatus, lifecycle.Step(cfg, in).Rule)
 	})
 	t.Run("invalid config", func(t *testing.T) {

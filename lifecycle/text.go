@@ -28,7 +28,15 @@ func (e Effect) String() string {
 		return e.Kind.String() + " " + e.Node + " " + e.Key
 	case KindSetNodeCondition:
 		return e.Kind.String() + " " + e.Node + " " + e.Key + "=" + e.Status.String() + " reason=" + e.Value
-	case KindCordon, KindUncordon, KindDeleteVolumeAttachments, KindDeleteNode:
+	case KindCordon, KindUncordon:
+		s := e.Kind.String() + " " + e.Node
+		if e.Key != "" && e.Kind == KindCordon {
+			s += " marking " + e.Key // [CordonMarkAnnotation]
+		} else if e.Key != "" {
+			s += " unmarking " + e.Key
+		}
+		return s
+	case KindDeleteVolumeAttachments, KindDeleteNode:
 		return e.Kind.String() + " " + e.Node
 	case KindDrain:
 		s := e.Kind.String() + " " + e.Node

@@ -139,6 +139,7 @@ func NodeFrom(n *corev1.Node) lifecycle.Node {
 		UpdateFailedReason: n.Annotations[lifecycle.UpdateFailedReasonAnnotation],
 		ScaleDownDisabled:  n.Annotations[lifecycle.ScaleDownDisabledByAnnotation] == "true",
 		Unschedulable:      n.Spec.Unschedulable,
+		OwnCordon:          n.Annotations[lifecycle.CordonMarkAnnotation] != "",
 	}
 	v, ok := n.Annotations[lifecycle.PreserveAnnotation]
 	out.Preserve = lifecycle.ParsePreserve(v, ok)

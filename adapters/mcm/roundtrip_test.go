@@ -141,7 +141,7 @@ func statusGen() *rapid.Generator[lifecycle.Status] {
 		st := lifecycle.Status{
 			Phase: rapid.SampledFrom(phase.All()).Draw(t, "phase"),
 			Stage: rapid.SampledFrom(stages()).Draw(t, "stage"),
-			Flags: lifecycle.Flags(rapid.Uint16().Draw(t, "flags")),
+			Flags: lifecycle.Flags(rapid.Uint32().Draw(t, "flags")),
 			Failures: lifecycle.Failures{
 				Create: rapid.Uint8().Draw(t, "fc"), Health: rapid.Uint8().Draw(t, "fh"),
 				Delete: rapid.Uint8().Draw(t, "fd"), Update: rapid.Uint8().Draw(t, "fu"),

@@ -183,6 +183,7 @@ func nodeView(n *corev1.Node) lifecycle.Node {
 		UpdateFailedReason: n.Annotations[lifecycle.UpdateFailedReasonAnnotation],
 		ScaleDownDisabled:  n.Annotations[lifecycle.ScaleDownDisabledByAnnotation] == "true",
 		Unschedulable:      n.Spec.Unschedulable,
+		OwnCordon:          n.Annotations[lifecycle.CordonMarkAnnotation] != "",
 	}
 	pv, ok := n.Annotations[lifecycle.PreserveAnnotation]
 	v.Preserve = lifecycle.ParsePreserve(pv, ok)

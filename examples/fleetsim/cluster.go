@@ -408,6 +408,14 @@ func (w *shard) applyNode(mi int32, e *lifecycle.Effect) (lifecycle.Write, strin
 		}
 	case lifecycle.KindCordon:
 		if n != nil && !w.o.broken.noCordon {
+			if e.Key == lifecycle.CordonMarkAnnotation {
+				// Marked when this write makes the cordon, unmarked when
+				// the node was cordoned already.
+				n.ann &^= annCordonMark
+				if !n.cordoned {
+					n.ann |= annCordonMark
+				}
+			}
 			n.cordoned, n.cordonBy = true, w.cordonFlow(mi)
 			if w.ip && n.cordonBy == cordonInPlace {
 				w.inPlaceCordoned(mi, i)

@@ -26,6 +26,9 @@ const (
 	// annScaleDownByMCM: scale-down-disabled-by-mcm "true", which says
 	// the lifecycle put annScaleDown there.
 	annScaleDownByMCM
+	// annCordonMark: the lifecycle's mark of its own cordon
+	// (lifecycle.CordonMarkAnnotation).
+	annCordonMark
 )
 
 // Who cordoned a node (node.cordonBy), as the world tells from the
@@ -160,6 +163,7 @@ func (w *shard) flowView(n *node, v *lifecycle.Node) {
 		v.Preserve = n.preserve
 	}
 	v.ScaleDownDisabled = n.ann&annScaleDownByMCM != 0
+	v.OwnCordon = n.ann&annCordonMark != 0
 }
 
 // condition returns node n's condition of type typ, ok false without one.
@@ -271,6 +275,9 @@ func (w *shard) applyFlowNode(mi, i int32, n *node, e *lifecycle.Effect) (lifecy
 	case lifecycle.KindUncordon:
 		if n != nil && !w.o.broken.noUncordon {
 			w.uncordon(n)
+			if e.Key == lifecycle.CordonMarkAnnotation {
+				n.ann &^= annCordonMark
+			}
 		}
 	}
 	return lifecycle.WriteOK, ""

@@ -48,7 +48,8 @@ type Node struct {
 	// them with its own.
 	Written map[string]lifecycle.Condition
 	// Annotations holds annotations the lifecycle writes (the cluster
-	// autoscaler's, when it preserves the machine).
+	// autoscaler's, when it preserves the machine, and the mark of its
+	// cordon).
 	Annotations map[string]string
 	// VolumeAttachments counts live VolumeAttachments of the node.
 	VolumeAttachments int
@@ -199,6 +200,7 @@ func (c *Cluster) view(n *Node) lifecycle.Node {
 	v.Update = lifecycle.UpdateLabelsOf(n.Labels)
 	v.Unschedulable = n.Unschedulable
 	v.ScaleDownDisabled = n.Annotations[lifecycle.ScaleDownDisabledByAnnotation] == "true"
+	v.OwnCordon = n.Annotations[lifecycle.CordonMarkAnnotation] != ""
 	if len(n.Written) > 0 {
 		v.Conditions = append([]lifecycle.Condition(nil), v.Conditions...)
 		for _, typ := range []string{lifecycle.ConditionInPlaceUpdate, lifecycle.ConditionPreserved} {
@@ -258,6 +260,14 @@ func (c *Cluster) Apply(e lifecycle.Effect) (lifecycle.Write, error) {
 		}
 	case lifecycle.KindCordon, lifecycle.KindUncordon:
 		if n, ok := c.Nodes[e.Node]; ok {
+			if e.Key != "" {
+				// The lifecycle's mark of its own cordon: set when this
+				// write makes the cordon, removed otherwise.
+				delete(n.Annotations, e.Key)
+				if e.Kind == lifecycle.KindCordon && !n.Unschedulable {
+					n.Annotations[e.Key] = e.Value
+				}
+			}
 			n.Unschedulable = e.Kind == lifecycle.KindCordon
 		}
 	case lifecycle.KindRemoveNodeLabel:

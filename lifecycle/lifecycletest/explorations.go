@@ -212,7 +212,7 @@ type Exploration struct {
 // lifecycle once got wrong (taken over at InPlaceUpdating its owner
 // finishing first, at InPlaceUpdateSuccessful before the condition said
 // so, with an agent that may fail); and asked through the machine's spec.
-// Thirteen explore preservation (world_preserve.go): of a Failed machine
+// Fourteen explore preservation (world_preserve.go): of a Failed machine
 // without its node, asked and taken back through its annotation, and
 // granted by the fleet, alone and together; of a preserved Failed machine
 // whose node is marked, each write of the marks failing in turn; of
@@ -222,8 +222,8 @@ type Exploration struct {
 // anew, whose node's annotation is invalid, whose own annotation is
 // invalid while the fleet grants it; asked on the machine, on the node,
 // and granted by the fleet, from a Running machine whose node fails and
-// recovers; and from every place a machine is found preserved. One, with
-// an administrator's cordon, is in [KnownIssueExplorations]. Three start from
+// recovers, and asked on the machine while an administrator may cordon
+// the node; and from every place a machine is found preserved. Three start from
 // every state another controller or a lost write leaves a machine in:
 // machines taken over from another controller at every phase
 // ([AdoptedStarts]), while being created or running and while deleting,
@@ -299,6 +299,9 @@ func Explorations() []Exploration {
 			Starts: inPlaceStarts(0, true)[:1], MaxStates: 2_000_000},
 		{Name: "auto-preservation", Events: EventsFair | eventAutoPreserve | EventNodeHealth,
 			Starts: inPlaceStarts(0, true)[:1], MaxStates: 2_000_000},
+		{Name: "preservation with an administrator's cordon",
+			Events: EventsFair | eventPreserve | eventCordon | EventNodeHealth, Starts: inPlaceStarts(0, true)[:1],
+			MaxStates: 2_000_000},
 		{Name: "preservation of machines found preserved", Events: EventsFair | EventNodeHealth | EventDrainBlocked,
 			Starts: preserveStarts(), MaxStates: 2_000_000},
 		{Name: "taken over from another controller",

@@ -90,7 +90,7 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 		st := lifecycle.Status{
 			Phase:      phase.Phase(rapid.IntRange(0, phase.Count-1).Draw(t, "phase")),
 			Stage:      lifecycle.Stage(rapid.IntRange(0, int(lifecycle.StagePreserveDrain)).Draw(t, "stage")),
-			Flags:      lifecycle.Flags(rapid.IntRange(0, int(lifecycle.FlagAutoPreserved)<<1-1).Draw(t, "flags")),
+			Flags:      lifecycle.Flags(rapid.IntRange(0, int(lifecycle.FlagPreserveCordonTakenOver)<<1-1).Draw(t, "flags")),
 			Attempt:    uint32(rapid.IntRange(0, 2).Draw(t, "attempt")),
 			Seq:        uint32(rapid.IntRange(0, 5).Draw(t, "seq")),
 			PhaseSince: Stamps().Draw(t, "phase since"),
@@ -247,12 +247,14 @@ var preservedReasons = []string{lifecycle.ReasonPreservedByUser, lifecycle.Reaso
 	lifecycle.ReasonPreservationStopped, "ReasonNobodyKnows"}
 
 // preservation draws node n's part of a preservation: its preserve
-// annotation, its cordon, the autoscaler's annotation by MCM, and its
+// annotation, its cordon and the lifecycle's mark of it, the autoscaler's
+// annotation by MCM, and its
 // Preserved condition after its other conditions, its message naming an
 // expiry (drained or not) or none.
 func preservation(t *rapid.T, n *lifecycle.Node) {
 	n.Preserve = rapid.SampledFrom(preserveValues).Draw(t, "node preserve")
 	n.Unschedulable = rapid.IntRange(0, 3).Draw(t, "cordoned") == 0
+	n.OwnCordon = rapid.IntRange(0, 3).Draw(t, "cordon mark") == 0 // cordoned or not: a mark left behind
 	n.ScaleDownDisabled = rapid.IntRange(0, 3).Draw(t, "scale-down disabled") == 0
 	if rapid.IntRange(0, 3).Draw(t, "preserved condition") > 0 {
 		return

@@ -116,6 +116,9 @@ var preservePlaces = func() []preservePlace {
 			lost: "auto-preserved, the fleet's grant taken back"}),
 		drained(preservePlace{phase: phase.Running, machine: lifecycle.PreserveWhenFailed,
 			lost: "Running again, its node still cordoned for the preservation"}),
+		drained(preservePlace{phase: phase.Running, machine: lifecycle.PreserveWhenFailed,
+			flags: lifecycle.FlagPreserveCordonTakenOver,
+			lost:  "Running again, its node still cordoned by MCM's preservation, taken over"}),
 		drained(preservePlace{phase: phase.Failed, machine: lifecycle.PreserveWhenFailed,
 			lost: "its node drained and marked"}),
 		func() preservePlace {
@@ -170,7 +173,8 @@ func (pl preservePlace) adopted() preservePlace {
 // under way by its node's annotation; its node drained but not marked
 // yet; preserved by its node's annotation since removed; auto-preserved
 // with and without the fleet's grant; and Running again, its node still
-// cordoned for the preservation. Each is an hour after the machine's
+// cordoned for the preservation (the lifecycle's own cordon, marked as
+// its own, and MCM's taken over). Each is an hour after the machine's
 // creation, its instance initialized, its node NotReady if Failed and
 // Ready if Running. They belong to worlds with a target cluster.
 func preserveStarts() []Start {
@@ -216,6 +220,10 @@ func preserveStartState(p Start, v Variants) (s wState, ok bool) {
 	s.pods, s.cordoned = pl.pods, pl.cordoned
 	if pl.cordoned {
 		s.cordonBy = cordonPreserve
+		// The lifecycle's own cordon carries its mark; MCM's, taken over
+		// or not, carries none.
+		s.cordonMark = pl.own && pl.flags&(lifecycle.FlagPreserveCordoned|lifecycle.FlagPreserveCordonTakenOver) ==
+			lifecycle.FlagPreserveCordoned
 	}
 	if pl.instGone {
 		s.inst, s.healthy = wInstance{}, false

@@ -148,10 +148,12 @@ type wState struct {
 	// Preservation (world_preserve.go): the own node's preserve
 	// annotation, the cluster autoscaler's annotations on it, its
 	// Preserved condition (presStatus, with its reason and message), who
-	// cordoned it (cordonBy, while cordoned), and the fleet's grant of
-	// auto-preservation.
+	// cordoned it (cordonBy, while cordoned), the lifecycle's mark of its
+	// own cordon (cordonMark, lifecycle.CordonMarkAnnotation), and the
+	// fleet's grant of auto-preservation.
 	nodePreserve        lifecycle.Preserve
 	sdDisabled, sdByMCM bool
+	cordonMark          bool
 	presStatus          uint8
 	presReason, presMsg string
 	cordonBy            uint8

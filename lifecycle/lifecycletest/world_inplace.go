@@ -65,7 +65,7 @@ func statusReason(st *lifecycle.Status) uint8 {
 // update: the owner's labels and the agent's verdict with its reason, and
 // the InPlaceUpdate condition after Ready.
 func (s *wState) inPlaceNode(n *lifecycle.Node) {
-	n.Update, n.Unschedulable = s.upd, s.cordoned
+	n.Update, n.Unschedulable, n.OwnCordon = s.upd, s.cordoned, s.cordonMark
 	if s.upd.Has(lifecycle.UpdateFailed) {
 		n.UpdateFailedReason = wFailedReason
 	}
@@ -103,9 +103,17 @@ func (s *wState) applyNodeWrite(e *lifecycle.Effect) {
 	}
 	switch {
 	case e.Kind == lifecycle.KindCordon:
+		if e.Key == lifecycle.CordonMarkAnnotation {
+			// Marked when this write made the cordon, unmarked when the
+			// node was cordoned already.
+			s.cordonMark = !s.cordoned
+		}
 		s.cordoned = true
 	case e.Kind == lifecycle.KindUncordon:
 		s.cordoned = false
+		if e.Key == lifecycle.CordonMarkAnnotation {
+			s.cordonMark = false
+		}
 		if s.pods == 0 && s.obj.DeletionTime.IsZero() {
 			s.pods = 1
 		}

@@ -75,6 +75,8 @@ type wKey struct {
 	// drain before the update past its timeout, the in-place timeout
 	// passed, and the in-place invariants' notes.
 	cordoned, forceDrain, pastInPlaceDrain, pastInPlace, readyUndrained, agentUndrained bool
+	// cordonMark: the node carries the lifecycle's mark of its own cordon.
+	cordonMark bool
 	// ownGeneration: the machine's spec asks an in-place update generation
 	// its status does not record.
 	ownGeneration bool
@@ -150,6 +152,7 @@ func (s *wState) key() wKey {
 		// owner and agent leave the node of a deleted machine alone; it
 		// ends the preservation too.
 		k.upd, k.ipReason, k.stReason, k.cordoned, k.forceDrain, k.ownGeneration = 0, 0, 0, false, false, false
+		k.cordonMark = false
 		k.objPreserve, k.nodePreserve, k.presStatus, k.presReason, k.presMsg, k.stPresStatus, k.cordonBy =
 			0, 0, 0, 0, 0, 0, 0
 		k.sdDisabled, k.sdByMCM, k.grantPreserve, k.autoWindow = false, false, false, false
@@ -203,6 +206,7 @@ func (s *wState) preserveKey(k *wKey) {
 	if s.cordoned {
 		k.cordonBy = s.cordonBy
 	}
+	k.cordonMark = s.cordonMark
 	k.preserveSet, k.pastPreserve = st.PreserveUntil != 0, preservePastExpiry(st, s.now)
 	for i := range st.Conditions {
 		if c := &st.Conditions[i]; c.Type == lifecycle.ConditionReady && s.preservationInPlay() {

@@ -189,7 +189,7 @@ func (s *wState) applyPreserveWrite(e *lifecycle.Effect, op lifecycle.Rule) {
 // dropPreserveNode forgets what the own node carried of a preservation:
 // a node that registers later is a new object.
 func (s *wState) dropPreserveNode() {
-	s.nodePreserve, s.sdDisabled, s.sdByMCM, s.cordonBy = lifecycle.PreserveUnset, false, false, cordonOther
+	s.nodePreserve, s.sdDisabled, s.sdByMCM, s.cordonBy, s.cordonMark = lifecycle.PreserveUnset, false, false, cordonOther, false
 	s.presStatus, s.presReason, s.presMsg = presNone, "", ""
 }
 

@@ -182,10 +182,10 @@ func TestFlagNamesRoundTrip(t *testing.T) {
 	require.Equal(t, []string{"drain-forced", "terminated"}, FlagNames(lifecycle.FlagDrainForced|lifecycle.FlagTerminated))
 	require.Nil(t, FlagNames(0))
 	names := map[string]bool{}
-	for f := lifecycle.Flags(1); f <= lifecycle.FlagDeletingPods; f <<= 1 {
+	for f := lifecycle.Flags(1); f <= lifecycle.FlagPreserveCordonTakenOver; f <<= 1 {
 		n := FlagNames(f)
 		require.Len(t, n, 1)
-		require.NotContains(t, n[0], "bit-", "flag %#x has no name", uint16(f))
+		require.NotContains(t, n[0], "bit-", "flag %#x has no name", uint32(f))
 		require.False(t, names[n[0]])
 		names[n[0]] = true
 	}

@@ -199,7 +199,7 @@ func TestToLifecycleRefusesUnknownTexts(t *testing.T) {
 		{Lifecycle: &LifecycleState{UIDHash: "1f"}},
 		{Lifecycle: &LifecycleState{UIDHash: "+123456789abcdef"}},
 		{Lifecycle: &LifecycleState{Flags: []string{"drain-forced", "no-such-flag"}}},
-		{Lifecycle: &LifecycleState{Flags: []string{"bit-16"}}},
+		{Lifecycle: &LifecycleState{Flags: []string{"bit-32"}}},
 		{Lifecycle: &LifecycleState{Flags: []string{"bit-03"}}},
 		{NodeConditions: []corev1.NodeCondition{{Type: "Ready", Status: "Maybe"}}},
 	} {
