@@ -83,6 +83,10 @@ func (m *Member) inFlight(eligible bool, now Stamp) bool {
 // without its grant), passes each machine its grant in Input.Grant, and
 // serialises the steps of machines of one owner, so two grants of one
 // computation are not both used before the status of the first is saved.
+// Machines the fleet does not show are not counted: while a cache lags, the
+// replacements an owner created within the lag are missing from it, so an
+// owner can have more than Config.Replacements in flight, by as many as it
+// created in that time.
 // A machine waiting for a grant polls for it less and less often (up to
 // retry.Medium apart), so the shell reconciles a machine when its grant
 // changes, as it would on a watch event.

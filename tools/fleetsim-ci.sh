@@ -10,6 +10,9 @@
 #     zone's machines held, the other zones' replaced, the zone's own once
 #     their hold is over);
 #   - 10,000 machines without a target cluster (machines end Available);
+#   - a limit of five replacements in flight per owner, with many machines
+#     dying and the limiter's fleet view lagging (its default, 10 s): the
+#     replacements an owner created within the lag are hidden from the view;
 #   - two settings that once broke the lifecycle: stale node names with
 #     unreadable nodes, and clock jumps of up to six hours on half the steps;
 #   - the in-place update (-inplace: a third of the machines updated in place
@@ -76,6 +79,7 @@ run -machines 10000 -seed 1 "${inplace[@]}" -fault-scale 3
 run -machines 10000 -seed 2 "${preserve[@]}"
 run -machines 10000 -seed 3 "${inplace[@]}" "${preserve[@]}" -fault-scale 2
 run -machines 10000 -seed 1 -no-target-cluster
+run -machines 10000 -seed 1 -replacements 5 -dead 0.3
 run -machines 10000 -seed 2 -stale-node 0.05 -node-read-fail 0.05
 run -machines 10000 -seed 2 -clock-jump 0.5 -clock-jump-max 6h
 require_running=1 run -machines 1000000 -seed 1

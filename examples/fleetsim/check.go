@@ -272,9 +272,15 @@ func (w *shard) checkHealthFailed(mi int32, now int64) {
 // replacements in flight (machines holding a grant, machines Failed by the
 // health timeout until they are gone, and the machines created to replace
 // them until they run) are within Config.Replacements, as the world sees
-// them.
+// them. With a lagging fleet view, a replacement its owner created after
+// the time as of which the view showed the fleet when the limiter granted
+// mi is not counted: the limiter could not see it (Limit counts what the
+// shell shows it, and the owner's writes reach a cache as late as they
+// do).
 func (w *shard) checkReplacements(mi int32) {
 	o := &w.owners[w.machines[mi].owner]
+	view, lagged := w.grantView[mi]
+	delete(w.grantView, mi)
 	n, total := 0, 0
 	for _, j := range o.list {
 		x := &w.machines[j]
@@ -282,7 +288,8 @@ func (w *shard) checkReplacements(mi int32) {
 			continue
 		}
 		total++
-		if inFlight(x) != "" {
+		if why := inFlight(x); why != "" &&
+			!(lagged && x.more&mReplaces != 0 && x.obj.CreationTime.UnixNano() > view) {
 			n++
 		}
 	}

@@ -146,7 +146,10 @@
 // and when a grant is saved, its owner's replacements in flight (machines
 // holding a grant, machines Failed by the health timeout until they are
 // gone, and those created to replace them until they run) within
-// Config.Replacements. A wrong clock can make a deadline fire early by as
+// Config.Replacements, leaving out, with a lagging fleet view, the
+// replacements the owner created after the time as of which the view the
+// limiter granted from showed the fleet (it could not see them: Limit's
+// doc). A wrong clock can make a deadline fire early by as
 // much as it is wrong, so the checks of the predecessor's wait and of the
 // health timeout allow the clock faults' maximum (the shard's offset, plus
 // ClockJumpMax when clock jumps are on).

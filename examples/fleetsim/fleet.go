@@ -218,6 +218,12 @@ func (w *shard) limit(oi int32) {
 			}
 			m.bits |= mGrant
 			w.stats.Grants++
+			if lag > 0 {
+				if w.grantView == nil {
+					w.grantView = make(map[int32]int64)
+				}
+				w.grantView[mi] = w.now - lag
+			}
 			if w.tracing(mi) {
 				w.note(mi, "the fleet limiter grants its replacement")
 			}
@@ -227,6 +233,7 @@ func (w *shard) limit(oi int32) {
 			w.enqueue(mi, w.now)
 		} else {
 			m.bits &^= mGrant
+			delete(w.grantView, mi)
 		}
 		w.account(mi, 1)
 	}

@@ -359,6 +359,24 @@ func TestReplacementsBeyondTheLimitAreCaught(t *testing.T) {
 	caught(t, o, "replacements in flight, more than its limit 1")
 }
 
+// With a limit of several replacements per owner and a lagging fleet
+// view, the limiter does not see the replacements an owner created within
+// the lag, and the world's count of them may pass the limit for as long:
+// the check leaves out what the view could not show, and still catches a
+// limiter given a view without the controller's own writes.
+func TestReplacementsWithALaggingViewAreCountedAsTheViewShowedThem(t *testing.T) {
+	o := small(2000)
+	o.Dead, o.FleetLag = 0.3, 30*time.Second
+	o.Config.Replacements = lifecycle.ReplacementLimit{Count: 5}
+	r := run(t, o)
+	require.True(t, r.OK(), r.Report())
+	require.Positive(t, r.Stats.LagHidden, "the view hid machines")
+	o.broken.hideInFlight = true
+	r = run(t, o)
+	require.False(t, r.OK(), "the broken behaviour went unnoticed")
+	require.Contains(t, r.Violations[0].What, "replacements in flight, more than its limit 5")
+}
+
 // An outcome of an older decision that a step takes for the current one
 // (as a lifecycle that did not compare sequence numbers would) is caught;
 // one the step ignores, or one no status change followed, is not.

@@ -137,8 +137,11 @@ type shard struct {
 	ip, pv, flows bool
 	flow          []flowRec
 	// held holds until when the limiter holds machines back for their
-	// zone's outage; problemEnded when machines' problems last ended.
-	held, problemEnded map[int32]int64
+	// zone's outage; problemEnded when machines' problems last ended;
+	// grantView, with a lagging fleet view, the time as of which the view
+	// showed the fleet when the limiter granted a machine its replacement
+	// (checkReplacements).
+	held, problemEnded, grantView map[int32]int64
 	// classProblems counts the owners whose class has a problem now.
 	classProblems int
 	// degraded counts what degrades the observer now (the outage, blips);
