@@ -76,7 +76,7 @@ func problemPeriod(p Problem) time.Duration {
 func (x *decider) beginDeletion() {
 	st := x.st
 	x.rule(RuleDeleteBegins)
-	flags := st.Flags &^ (FlagGranted | flagsDrained | flagsDrainUnderWay | FlagWasFailed | FlagPreserveByNode | FlagPreserveDrained | FlagPreserveCordoned | FlagPreserveCordonTakenOver |
+	flags := st.Flags &^ (FlagGranted | flagsDrained | flagsDrainUnderWay | FlagWasFailed | FlagPreserveByNode | FlagPreserveDrained | flagsPreserveCordon |
 		FlagAutoPreserved)
 	if st.Phase == phase.Failed {
 		flags |= FlagWasFailed

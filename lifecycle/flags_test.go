@@ -14,7 +14,7 @@ func TestFlagsNameEveryDeclaredFlag(t *testing.T) {
 	require.Equal(t, "drain-succeeded,terminated", (lifecycle.FlagDrainSucceeded | lifecycle.FlagTerminated).String())
 	require.Equal(t, "draining,deleting-pods", (lifecycle.FlagDraining | lifecycle.FlagDeletingPods).String())
 	require.Equal(t, "granted,bit-16", (lifecycle.FlagGranted | 1<<16).String())
-	for f := lifecycle.FlagStaleInstance; f <= lifecycle.FlagPreserveCordonTakenOver; f <<= 1 {
+	for f := lifecycle.FlagStaleInstance; f <= lifecycle.FlagPreserveCordonMarked; f <<= 1 {
 		require.NotContains(t, f.String(), "bit-", "flag %d has a name", uint32(f))
 	}
 	_, err := lifecycle.ParseFlags("granted,sleepy")

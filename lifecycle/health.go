@@ -285,7 +285,7 @@ func (x *decider) running(n *Node, named Rule) bool {
 	}
 	wrote := false
 	if n != nil {
-		if x.st.Flags.Has(FlagPreserveCordoned) && x.preservedNode() != nil && x.giveBackCordon(n) {
+		if x.st.Flags&flagsPreserveCordon != 0 && x.preservedNode() != nil && x.giveBackCordon(n) {
 			// Recovered from Failed while preserved: the node cordoned
 			// for the preservation's drain is given back with the join.
 			wrote = true

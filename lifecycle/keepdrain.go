@@ -41,9 +41,9 @@ func (x *decider) keepDrainForced() bool {
 // beginKeepDrain emits the cordon of node n and a first round of its
 // drain, as the op of the stage's drain (appended to whatever the caller
 // put before them). A preservation's cordon of a schedulable node is the
-// lifecycle's to give back (FlagPreserveCordoned), and marked as its own
-// in the same write (CordonMarkAnnotation), so that a cordon somebody
-// else makes after that write was lost is not taken for it.
+// lifecycle's to give back, marked as its own in the same write
+// (CordonMarkAnnotation, FlagPreserveCordonMarked), so that a cordon
+// somebody else makes after that write was lost is not taken for it.
 func (x *decider) beginKeepDrain(n *Node, force bool) {
 	st := x.st
 	r := st.Stage.keepRules()
@@ -53,7 +53,7 @@ func (x *decider) beginKeepDrain(n *Node, force bool) {
 		x.act(r.drain)
 	}
 	if st.Stage == StagePreserveDrain && !n.Unschedulable {
-		set(x, &st.Flags, st.Flags&^FlagPreserveCordonTakenOver|FlagPreserveCordoned)
+		set(x, &st.Flags, st.Flags&^FlagPreserveCordoned|FlagPreserveCordonMarked)
 		x.nodeEffect(KindCordon, n.Name, CordonMarkAnnotation, CordonMarkPreservation)
 	} else {
 		x.nodeEffect(KindCordon, n.Name, "", "")

@@ -58,14 +58,14 @@ func (x *decider) preserveAsked(n *Node) (Preserve, bool) {
 		if st.PreserveUntil != 0 && x.now < st.PreserveUntil {
 			return PreserveUnset, false
 		}
-		return PreserveFalse, st.PreserveUntil != 0 || st.Flags.Has(FlagPreserveCordoned) || preservedLeftover(n) ||
+		return PreserveFalse, st.PreserveUntil != 0 || st.Flags&flagsPreserveCordon != 0 || preservedLeftover(n) ||
 			conditionIs(n.Conditions, ConditionPreserved, ConditionTrue)
 	case byNode:
 		return n.Preserve, true
 	case machine == PreserveUnset && x.in.Grant.Preserve && x.autoPreservationGoesOn():
 		return PreserveAutoPreserved, true
 	}
-	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags&(FlagPreserveByNode|FlagPreserveCordoned) != 0 ||
+	return machine, machine != PreserveUnset || st.PreserveUntil != 0 || st.Flags&(FlagPreserveByNode|flagsPreserveCordon) != 0 ||
 		n != nil && preservedLeftover(n)
 }
 
@@ -122,14 +122,14 @@ func preservedLeftover(n *Node) bool { return n.ScaleDownDisabled }
 // mayPreserve reports, cheaply, whether anything names the machine's
 // preservation: its expiry, its annotations or its node's, its grant, or
 // what a preservation left on the node. Most machines have none of them.
-// Of the flags of preservation only FlagPreserveCordoned counts (a node
-// cordoned for the preservation is to be given back): FlagAutoPreserved
+// Of the flags of preservation only those of a cordon to give back count
+// (FlagPreserveCordoned, FlagPreserveCordonMarked): FlagAutoPreserved
 // matters only with a grant, FlagPreserveByNode only when an annotation
 // asks.
 func (x *decider) mayPreserve() bool {
 	n := &x.in.Node
 	return x.st.PreserveUntil != 0 || x.in.Object.Preserve != PreserveUnset || n.Preserve != PreserveUnset ||
-		n.ScaleDownDisabled || x.in.Grant.Preserve || x.st.Flags.Has(FlagPreserveCordoned)
+		n.ScaleDownDisabled || x.in.Grant.Preserve || x.st.Flags&flagsPreserveCordon != 0
 }
 
 // conditionIs reports whether conds hold a condition of type typ with
@@ -154,15 +154,15 @@ func (x *decider) preservation() bool {
 	}
 	n, st := x.preservedNode(), x.st
 	if n != nil && n.Unschedulable && st.Phase == phase.Failed && st.Stage != StagePreserveDrain &&
-		st.Flags&(FlagPreserveCordoned|FlagPreserveDrained) == 0 && drainedForPreservation(n) {
+		st.Flags&(flagsPreserveCordon|FlagPreserveDrained) == 0 && drainedForPreservation(n) {
 		// The node of a Failed machine cordoned by a preservation's drain
 		// the lifecycle did not see (MCM's, before the machine was taken
 		// over, which lifts it once the machine is not Failed): given back
-		// as the lifecycle's own. Not while or once the lifecycle drains
-		// the node itself: the condition is then its own, and the cordon
-		// under it somebody else's when it is not marked as the
+		// as the lifecycle's own, without a mark. Not while or once the
+		// lifecycle drains the node itself: the condition is then its own,
+		// and the cordon under it somebody else's unless marked as the
 		// lifecycle's.
-		set(x, &st.Flags, st.Flags|FlagPreserveCordoned|FlagPreserveCordonTakenOver)
+		set(x, &st.Flags, st.Flags|FlagPreserveCordoned)
 	}
 	asked, bound := x.preserveAsked(n)
 	if !bound {
@@ -267,25 +267,26 @@ func drainedForPreservation(n *Node) bool {
 }
 
 // giveBackCordon uncordons node n while it is cordoned, when the cordon
-// is the preservation's (FlagPreserveCordoned: the lifecycle cordoned the
-// schedulable node to drain it while the machine was Failed, and the node
-// shows the cordon marked as the lifecycle's, or the lifecycle took MCM's
-// such cordon over) and the machine is not Failed any more; once the node
-// shows it schedulable, the cordon is forgotten (so a write lost after
-// the status was saved is made again). It reports whether it emitted the
+// is the preservation's and the machine is not Failed any more: the
+// lifecycle cordoned the schedulable node to drain it while the machine
+// was Failed and the node shows the cordon marked as the lifecycle's
+// (FlagPreserveCordonMarked), or the status trusts the cordon without a
+// mark (FlagPreserveCordoned: MCM's taken over, or an earlier version's).
+// Once the node shows it schedulable, the cordon is forgotten (so a write
+// lost after the status was saved is made again). It reports whether it emitted the
 // uncordon. n is the machine's own node (preservedNode); a shell carries
 // the uncordon out at the start of a pass, or with the change to Running
 // (running).
 func (x *decider) giveBackCordon(n *Node) bool {
 	st := x.st
-	if !st.Flags.Has(FlagPreserveCordoned) || st.Phase == phase.Failed {
+	if st.Flags&flagsPreserveCordon == 0 || st.Phase == phase.Failed {
 		return false
 	}
 	switch {
 	case !n.Unschedulable || st.Stage == StageInPlaceDrain || st.Phase.InPlace() || n.Update.Has(UpdateSelected):
 		// Given back, or the cordon belongs to an in-place update's
 		// drain now.
-	case n.OwnCordon || st.Flags.Has(FlagPreserveCordonTakenOver):
+	case n.OwnCordon || st.Flags.Has(FlagPreserveCordoned):
 		x.nodeEffect(KindUncordon, n.Name, CordonMarkAnnotation, "")
 		return true
 	default:
@@ -293,7 +294,7 @@ func (x *decider) giveBackCordon(n *Node) bool {
 		// lifecycle's own cordon was lost, and somebody (an
 		// administrator) cordoned the node since. It stays.
 	}
-	set(x, &st.Flags, st.Flags&^(FlagPreserveCordoned|FlagPreserveCordonTakenOver))
+	set(x, &st.Flags, st.Flags&^flagsPreserveCordon)
 	return false
 }
 
@@ -349,7 +350,7 @@ func (x *decider) stopPreservation(n *Node) bool {
 		set(x, &st.Flags, st.Flags&^FlagPreserveByNode)
 	}
 	if n == nil {
-		set(x, &st.Flags, st.Flags&^(FlagPreserveDrained|FlagPreserveCordoned|FlagPreserveCordonTakenOver))
+		set(x, &st.Flags, st.Flags&^(FlagPreserveDrained|flagsPreserveCordon))
 		return false
 	}
 	if x.in.Outcome != nil {

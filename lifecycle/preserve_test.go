@@ -293,7 +293,7 @@ func TestPreserveInterplay(t *testing.T) {
 		in.Node.Pods = 0
 		in.Node.Unschedulable, in.Node.OwnCordon = true, true // the lifecycle's cordon
 		in.Node.ScaleDownDisabled = true
-		in.Status.Flags = lifecycle.FlagPreserveDrained | lifecycle.FlagPreserveCordoned
+		in.Status.Flags = lifecycle.FlagPreserveDrained | lifecycle.FlagPreserveCordonMarked
 		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
 		in.Node.Conditions = healthyNode().Conditions
 		ds := stepPass(t, cfg, in, driverapi.Result{})
@@ -305,15 +305,15 @@ func TestPreserveInterplay(t *testing.T) {
 			lines = append(lines, d.Lines()...)
 		}
 		require.Contains(t, lines, giveBack, "the node given back with the join")
-		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "until the node shows it schedulable")
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordonMarked), "until the node shows it schedulable")
 		in.Status, in.Outcome, in.Node.Unschedulable = d.Status, nil, false
 		d = step(t, cfg, in)
-		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned))
+		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordonMarked))
 	})
 	t.Run("preserved with now, the node recovers: kept, uncordoned", func(t *testing.T) {
 		in := preservedRunning(lifecycle.PreserveNow)
 		in.Node.Unschedulable, in.Node.OwnCordon = true, true
-		in.Status.Flags = lifecycle.FlagPreserveCordoned
+		in.Status.Flags = lifecycle.FlagPreserveCordonMarked
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
 		require.Equal(t, []string{giveBack}, d.Lines())
@@ -446,13 +446,25 @@ func TestPreserveFromEveryState(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	t.Run("the node cordoned for a preservation that stopped within a pass is given back at the next", func(t *testing.T) {
 		in := runningInput()
-		in.Status.Flags = lifecycle.FlagPreserveCordoned
+		in.Status.Flags = lifecycle.FlagPreserveCordonMarked
 		in.Node.Unschedulable, in.Node.OwnCordon = true, true
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.RulePreserveNode, d.Rule)
 		require.Equal(t, []string{giveBack}, d.Lines())
 		in.Status, in.Node.Unschedulable = d.Status, false
-		require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagPreserveCordoned))
+		require.False(t, step(t, cfg, in).Status.Flags.Has(lifecycle.FlagPreserveCordonMarked))
+	})
+	t.Run("a cordon an earlier version made, without the mark, is given back once the machine recovers", func(t *testing.T) {
+		in := failedInput(lifecycle.PreserveWhenFailed)
+		in.Status.PreserveUntil = lifecycle.StampOf(in.Now.Add(time.Hour))
+		in.Status.Flags = lifecycle.FlagPreserveDrained | lifecycle.FlagPreserveCordoned // as it saved them
+		in.Node.Pods, in.Node.Unschedulable = 0, true                                    // its cordon carries no mark
+		in.Node.Conditions = healthyNode().Conditions
+		var lines []string
+		for _, d := range stepPass(t, cfg, in, driverapi.Result{}) {
+			lines = append(lines, d.Lines()...)
+		}
+		require.Contains(t, lines, giveBack)
 	})
 	t.Run("a node not proven the instance's (another incarnation's) is not drained nor marked", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
@@ -484,7 +496,7 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
-		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "the lifecycle cordons a schedulable node")
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordonMarked), "the lifecycle cordons a schedulable node")
 		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveDrained), "not drained yet")
 		// The preservation taken back while its drain is under way, the
 		// node Ready again: the machine recovers.
@@ -501,7 +513,7 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 		in.Node.Unschedulable = true
 		d := step(t, cfg, in)
 		require.Equal(t, lifecycle.StagePreserveDrain, d.Status.Stage)
-		require.False(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "the cordon is not the lifecycle's")
+		require.Zero(t, d.Status.Flags&(lifecycle.FlagPreserveCordoned|lifecycle.FlagPreserveCordonMarked), "the cordon is not the lifecycle's")
 		in.Status, in.Node.Pods = d.Status, 0
 		in.Status.Flags |= lifecycle.FlagPreserveDrained
 		in.Status.Stage = lifecycle.StageNone
@@ -518,7 +530,7 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 		in := failedInput(lifecycle.PreserveNow)
 		d := step(t, cfg, in)
 		require.Contains(t, d.Lines(), ownCordon)
-		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordoned))
+		require.True(t, d.Status.Flags.Has(lifecycle.FlagPreserveCordonMarked))
 		in.Status, in.Object.Preserve = d.Status, lifecycle.PreserveFalse
 		in.Node.Unschedulable = true // the administrator's: no mark
 		in.Node.Conditions = healthyNode().Conditions
@@ -528,7 +540,8 @@ func TestPreserveFoundByTheModelCheck(t *testing.T) {
 		}
 		last := ds[len(ds)-1]
 		require.Equal(t, phase.Running, last.Status.Phase)
-		require.False(t, last.Status.Flags.Has(lifecycle.FlagPreserveCordoned), "the cordon is not the lifecycle's to give back")
+		require.Zero(t, last.Status.Flags&(lifecycle.FlagPreserveCordoned|lifecycle.FlagPreserveCordonMarked),
+			"the cordon is not the lifecycle's to give back")
 	})
 	t.Run("an administrator's cordon made after the lifecycle's own was lost stays after the drain it served", func(t *testing.T) {
 		in := failedInput(lifecycle.PreserveWhenFailed)

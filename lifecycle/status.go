@@ -255,30 +255,33 @@ const (
 	// It stays once that preservation ended, until the machine leaves
 	// Failed, so that one spell of Failed is auto-preserved once.
 	FlagAutoPreserved
-	// FlagPreserveCordoned: the lifecycle cordoned the node, schedulable
-	// until then, to drain it for the preservation of the Failed machine,
-	// or found it cordoned by such a drain it did not see
-	// (FlagPreserveCordonTakenOver); it uncordons it once the machine is
-	// no longer Failed, if the node still shows that cordon: marked as
-	// the lifecycle's ([Node.OwnCordon]), or the one taken over. A cordon
-	// somebody else put there is not the lifecycle's to lift: one the
-	// node does not show as the lifecycle's (its own cordon's write lost,
-	// an administrator's made since) stays, and the flag goes.
+	// FlagPreserveCordoned: the node's cordon is the lifecycle's to give
+	// back without the node marking it so: the cordon of a preservation's
+	// drain the lifecycle did not see, found on the node of a Failed
+	// machine whose Preserved condition said the preservation drained it
+	// (MCM's, before a take-over), or one an earlier version of the
+	// lifecycle made, which did not mark its cordons. It uncordons the
+	// node once the machine is no longer Failed.
 	FlagPreserveCordoned
-	// FlagPreserveCordonTakenOver: the cordon of FlagPreserveCordoned is
-	// not the lifecycle's own but a preservation's drain it did not see
-	// (MCM's, before a take-over), found on the node of a Failed machine
-	// whose Preserved condition said the preservation drained it. It
-	// carries no mark, so the flag is what makes it the lifecycle's to
-	// give back.
-	FlagPreserveCordonTakenOver
+	// FlagPreserveCordonMarked: the lifecycle cordoned the node,
+	// schedulable until then, to drain it for the preservation of the
+	// Failed machine, with its mark ([CordonMarkAnnotation]) in the same
+	// write. It uncordons the node once the machine is no longer Failed
+	// if the node still shows the mark ([Node.OwnCordon]); a cordon
+	// without it is somebody else's (the lifecycle's own cordon write was
+	// lost and an administrator cordoned the node since), which stays,
+	// and the flag goes.
+	FlagPreserveCordonMarked
 
 	flagsKnown = FlagStaleInstance | FlagGranted | FlagWasFailed | FlagDrainSucceeded |
 		FlagDrainForced | FlagDrainSkipped | FlagTerminated | FlagNeedsReplacement | FlagMetadataUnverified |
 		FlagDraining | FlagDeletingPods | FlagPreserveByNode | FlagPreserveDrained | FlagAutoPreserved |
-		FlagPreserveCordoned | FlagPreserveCordonTakenOver
-	flagsDrainUnderWay = FlagDraining | FlagDeletingPods
-	flagsDrained       = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
+		FlagPreserveCordoned | FlagPreserveCordonMarked
+	// flagsPreserveCordon: the lifecycle holds a cordon of the node to
+	// give back once the machine is no longer Failed.
+	flagsPreserveCordon = FlagPreserveCordoned | FlagPreserveCordonMarked
+	flagsDrainUnderWay  = FlagDraining | FlagDeletingPods
+	flagsDrained        = FlagDrainSucceeded | FlagDrainForced | FlagDrainSkipped
 )
 
 // Has reports whether every flag of f is set in s.
@@ -287,7 +290,7 @@ func (s Flags) Has(f Flags) bool { return s&f == f }
 // flagNames names each declared flag, by bit. It is read-only.
 var flagNames = [...]string{"stale-instance", "granted", "was-failed", "drain-succeeded", "drain-forced",
 	"drain-skipped", "terminated", "needs-replacement", "metadata-unverified", "draining", "deleting-pods",
-	"preserve-by-node", "preserve-drained", "auto-preserved", "preserve-cordoned", "preserve-cordon-taken-over"}
+	"preserve-by-node", "preserve-drained", "auto-preserved", "preserve-cordoned", "preserve-cordon-marked"}
 
 // String names the flags of s, joined by ",", such as
 // "drain-succeeded,terminated"; a bit no flag declares reads "bit-N". The

@@ -90,7 +90,7 @@ func Statuses() *rapid.Generator[lifecycle.Status] {
 		st := lifecycle.Status{
 			Phase:      phase.Phase(rapid.IntRange(0, phase.Count-1).Draw(t, "phase")),
 			Stage:      lifecycle.Stage(rapid.IntRange(0, int(lifecycle.StagePreserveDrain)).Draw(t, "stage")),
-			Flags:      lifecycle.Flags(rapid.IntRange(0, int(lifecycle.FlagPreserveCordonTakenOver)<<1-1).Draw(t, "flags")),
+			Flags:      lifecycle.Flags(rapid.IntRange(0, int(lifecycle.FlagPreserveCordonMarked)<<1-1).Draw(t, "flags")),
 			Attempt:    uint32(rapid.IntRange(0, 2).Draw(t, "attempt")),
 			Seq:        uint32(rapid.IntRange(0, 5).Draw(t, "seq")),
 			PhaseSince: Stamps().Draw(t, "phase since"),

@@ -80,11 +80,13 @@ var preservePlaces = func() []preservePlace {
 			instGone: true, staleMirror: true})
 	drain := func(flags lifecycle.Flags, cordoned bool, pods uint8, lost string) preservePlace {
 		return preservePlace{phase: phase.Failed, machine: lifecycle.PreserveWhenFailed, expiry: expiryAhead, own: true,
-			stage: lifecycle.StagePreserveDrain, flags: flags | lifecycle.FlagPreserveCordoned, cordoned: cordoned, pods: pods,
+			stage: lifecycle.StagePreserveDrain, flags: flags | lifecycle.FlagPreserveCordonMarked, cordoned: cordoned, pods: pods,
 			lost: lost}
 	}
 	drained := func(pl preservePlace) preservePlace {
-		pl.flags |= lifecycle.FlagPreserveCordoned
+		if pl.flags&lifecycle.FlagPreserveCordoned == 0 {
+			pl.flags |= lifecycle.FlagPreserveCordonMarked
+		}
 		if pl.phase == phase.Failed {
 			pl.flags |= lifecycle.FlagPreserveDrained // the machine's leaving Failed forgets the drain
 		}
@@ -117,8 +119,8 @@ var preservePlaces = func() []preservePlace {
 		drained(preservePlace{phase: phase.Running, machine: lifecycle.PreserveWhenFailed,
 			lost: "Running again, its node still cordoned for the preservation"}),
 		drained(preservePlace{phase: phase.Running, machine: lifecycle.PreserveWhenFailed,
-			flags: lifecycle.FlagPreserveCordonTakenOver,
-			lost:  "Running again, its node still cordoned by MCM's preservation, taken over"}),
+			flags: lifecycle.FlagPreserveCordoned,
+			lost:  "Running again, its node still cordoned by a preservation's cordon without a mark (MCM's, or an earlier version's)"}),
 		drained(preservePlace{phase: phase.Failed, machine: lifecycle.PreserveWhenFailed,
 			lost: "its node drained and marked"}),
 		func() preservePlace {
@@ -174,7 +176,8 @@ func (pl preservePlace) adopted() preservePlace {
 // yet; preserved by its node's annotation since removed; auto-preserved
 // with and without the fleet's grant; and Running again, its node still
 // cordoned for the preservation (the lifecycle's own cordon, marked as
-// its own, and MCM's taken over). Each is an hour after the machine's
+// its own, and one its status trusts without a mark: MCM's taken over,
+// or an earlier version's). Each is an hour after the machine's
 // creation, its instance initialized, its node NotReady if Failed and
 // Ready if Running. They belong to worlds with a target cluster.
 func preserveStarts() []Start {
@@ -222,8 +225,7 @@ func preserveStartState(p Start, v Variants) (s wState, ok bool) {
 		s.cordonBy = cordonPreserve
 		// The lifecycle's own cordon carries its mark; MCM's, taken over
 		// or not, carries none.
-		s.cordonMark = pl.own && pl.flags&(lifecycle.FlagPreserveCordoned|lifecycle.FlagPreserveCordonTakenOver) ==
-			lifecycle.FlagPreserveCordoned
+		s.cordonMark = pl.own && pl.flags.Has(lifecycle.FlagPreserveCordonMarked)
 	}
 	if pl.instGone {
 		s.inst, s.healthy = wInstance{}, false

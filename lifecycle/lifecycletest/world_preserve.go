@@ -34,8 +34,8 @@ import (
 // machine, only of a node without pods a drain must remove and cordoned;
 // the lifecycle never lifts an administrator's cordon, and lifts another
 // party's only for something else than a preservation (the decision's rule
-// a preservation's, or FlagPreserveCordoned saying it gives back the
-// preservation's cordon). The ends (preserveSettled): a machine preserved
+// a preservation's, or FlagPreserveCordoned or FlagPreserveCordonMarked
+// saying it gives back the preservation's cordon). The ends (preserveSettled): a machine preserved
 // until its expiry is not at an end; once the expiry passes it ends
 // unpreserved, Failed (awaiting replacement) or Running, its node given
 // back: no expiry, no preservation drain, neither autoscaler annotation,
@@ -202,7 +202,7 @@ func (s *wState) preservationInPlay() bool {
 		s.obj.Preserve != lifecycle.PreserveUnset || s.nodePreserve != lifecycle.PreserveUnset ||
 		s.sdDisabled || s.sdByMCM || s.presStatus != presNone ||
 		st.Flags&(lifecycle.FlagPreserveByNode|lifecycle.FlagPreserveDrained|lifecycle.FlagPreserveCordoned|
-			lifecycle.FlagAutoPreserved) != 0
+			lifecycle.FlagPreserveCordonMarked|lifecycle.FlagAutoPreserved) != 0
 }
 
 // autoWindowOpen reports whether the machine may still begin an
@@ -385,7 +385,8 @@ func (s *wState) checkPreserve(in *lifecycle.Input, d *lifecycle.Decision) error
 		return nil
 	}
 	cordoned, by, pods := s.cordoned, s.cordonBy, s.pods
-	preserving := preserveRule(d.Rule) || preserveRule(d.OpID.Rule()) || was.Flags.Has(lifecycle.FlagPreserveCordoned)
+	preserving := preserveRule(d.Rule) || preserveRule(d.OpID.Rule()) ||
+		was.Flags&(lifecycle.FlagPreserveCordoned|lifecycle.FlagPreserveCordonMarked) != 0
 	for _, e := range d.Effects.Slice() {
 		if e.Node != wNode {
 			continue

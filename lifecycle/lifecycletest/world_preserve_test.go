@@ -57,7 +57,8 @@ func TestPreserveStarts(t *testing.T) {
 	}
 	s := startState(preserveStart(t, "Failed machine preserved, draining its node, pods a disruption budget holds"), 0)
 	require.Equal(t, lifecycle.StagePreserveDrain, s.st.Stage)
-	require.Equal(t, lifecycle.FlagDraining|lifecycle.FlagPreserveCordoned, s.st.Flags)
+	require.Equal(t, lifecycle.FlagDraining|lifecycle.FlagPreserveCordonMarked, s.st.Flags)
+	require.True(t, s.cordonMark, "the lifecycle's own cordon carries its mark")
 	require.Equal(t, uint8(2), s.pods)
 	require.False(t, s.preserveSettled())
 }

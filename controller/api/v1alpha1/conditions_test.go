@@ -182,7 +182,7 @@ func TestFlagNamesRoundTrip(t *testing.T) {
 	require.Equal(t, []string{"drain-forced", "terminated"}, FlagNames(lifecycle.FlagDrainForced|lifecycle.FlagTerminated))
 	require.Nil(t, FlagNames(0))
 	names := map[string]bool{}
-	for f := lifecycle.Flags(1); f <= lifecycle.FlagPreserveCordonTakenOver; f <<= 1 {
+	for f := lifecycle.Flags(1); f <= lifecycle.FlagPreserveCordonMarked; f <<= 1 {
 		n := FlagNames(f)
 		require.Len(t, n, 1)
 		require.NotContains(t, n[0], "bit-", "flag %#x has no name", uint32(f))
