@@ -37,11 +37,14 @@ type fleetRunnable struct {
 	machs   []*v1alpha1.Machine
 	out     []lifecycle.Grant
 	orphans int
-	// zones holds the zone each machine's node last showed, by the
-	// machine's UID: a machine whose node object is gone or cannot be
-	// read (deleted during an outage, say) still counts in its zone for
-	// the limiter's protection per failure domain. It lives as long as
-	// the process; a machine no longer listed is forgotten.
+	// zones holds the zone each machine's node last showed to the fleet
+	// pass, by the machine's UID: a machine whose node object is gone or
+	// cannot be read (deleted during an outage, say) still counts in its
+	// zone for the limiter's protection per failure domain. Its status's
+	// Zone, which its reconcile records when it writes the status with the
+	// node at hand, comes first, and outlives the process; this map covers
+	// a zone seen since the last status write. A machine no longer listed
+	// is forgotten.
 	zones map[types.UID]string
 }
 
@@ -105,7 +108,7 @@ func (f *fleetRunnable) observe(ctx context.Context, now time.Time) error {
 		}
 		o, problem := objectOf(m)
 		node := cmp.Or(m.Status.Node, o.NodeLabel)
-		zone := cmp.Or(kubeshell.ZoneOf(ctx, r.client, node), f.zones[m.UID])
+		zone := cmp.Or(kubeshell.ZoneOf(ctx, r.client, node), m.Status.Zone, f.zones[m.UID])
 		if zone != "" {
 			zones[m.UID] = zone
 		}

@@ -132,6 +132,9 @@ func (r *Reconciler) observe(ctx context.Context, p *pass, st *lifecycle.Status,
 		in.NodeReadFailed = true
 	} else if node != nil {
 		in.Node = nodeView(node)
+		if in.Node.ProviderID != "" && in.Node.ProviderID == st.ProviderID {
+			p.zone = in.Node.Zone // a node proven the instance's
+		}
 		if lifecycle.NeedsPods(st, &in.Object, &in.Node) {
 			// The pods a drain must remove: the drain is done when none
 			// is left.

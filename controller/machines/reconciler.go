@@ -129,6 +129,10 @@ type pass struct {
 	// read the node from the API server, not from the cache, which may
 	// not show the write yet.
 	nodeWritten bool
+	// zone is the zone label of the instance's node as this pass last
+	// read it, "" when it read none; the status records it
+	// (keepControllerFields).
+	zone string
 
 	// reported holds the anomalies whose event this pass recorded.
 	reported lifecycle.Anomalies
@@ -252,7 +256,7 @@ func (p *pass) Save(ctx context.Context, st *lifecycle.Status) lifecycle.Write {
 	defer cancel()
 	mm := p.m.DeepCopy()
 	mm.Status = v1alpha1.StatusOf(p.m, st, v1alpha1.Decided{Rule: p.decision.Rule, Wait: p.decision.Wait, Detail: problemDetail(p, p.decision.Rule)}, p.now)
-	mm.Status.BootstrapTokenID = p.m.Status.BootstrapTokenID
+	p.keepControllerFields(&mm.Status)
 	w, err := p.r.writeMachine(ctx, p, mm, true)
 	if w != lifecycle.WriteOK {
 		p.log.Info("saving status failed", "write", w.String(), "error", err.Error())

@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/purelifecycle/machine/controller/api/v1alpha1"
@@ -22,7 +23,7 @@ func (p *pass) refreshStatus(ctx context.Context, d *lifecycle.Decision) {
 		return
 	}
 	view := v1alpha1.StatusOf(p.m, &d.Status, v1alpha1.Decided{Rule: d.Rule, Wait: d.Wait, Detail: problemDetail(p, d.Rule)}, p.now)
-	view.BootstrapTokenID = p.m.Status.BootstrapTokenID
+	p.keepControllerFields(&view)
 	if v1alpha1.SameView(&view, &p.m.Status) {
 		return
 	}
@@ -33,4 +34,12 @@ func (p *pass) refreshStatus(ctx context.Context, d *lifecycle.Decision) {
 	if _, err := p.r.writeMachine(ctx, p, mm, true); err != nil {
 		p.log.V(1).Info("refreshing the status failed", "error", err.Error())
 	}
+}
+
+// keepControllerFields fills in the fields of status s that the lifecycle's
+// status does not carry: the recorded bootstrap token ID, kept, and the
+// zone of the machine's node, as this pass read it or else as recorded.
+func (p *pass) keepControllerFields(s *v1alpha1.MachineStatus) {
+	s.BootstrapTokenID = p.m.Status.BootstrapTokenID
+	s.Zone = cmp.Or(p.zone, p.m.Status.Zone)
 }

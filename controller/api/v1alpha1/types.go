@@ -185,6 +185,12 @@ type MachineStatus struct {
 	// kube-system/bootstrap-token-<ID>), recorded before the token is made.
 	// +optional
 	BootstrapTokenID string `json:"bootstrapTokenID,omitempty"`
+	// Zone is the zone the machine's node showed (its
+	// topology.kubernetes.io/zone label) when the status was last written
+	// with the node at hand, kept once the node object is gone: the
+	// fleet's protection per failure domain counts the machine in it.
+	// +optional
+	Zone string `json:"zone,omitempty"`
 }
 
 // Wait is what the machine waits for, as the last decision saw it.

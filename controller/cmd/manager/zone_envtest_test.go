@@ -21,8 +21,9 @@ import (
 // timeout, held for the zone's outage, while the machine of another zone
 // is marked Failed. The zone comes from the nodes'
 // topology.kubernetes.io/zone label, which the fleet pass reads. Their
-// node objects deleted during the outage, they are still held: the fleet
-// pass remembers the zone each machine's node showed.
+// node objects deleted during the outage, they are still held: the
+// machine's status records the zone its node showed, and the fleet pass
+// reads it there, also once the controller has restarted.
 func TestZoneOutageHoldsTheZone(t *testing.T) {
 	needEnv(t)
 	t.Parallel()
@@ -32,7 +33,7 @@ func TestZoneOutageHoldsTheZone(t *testing.T) {
 	cfg := lifecycle.DefaultConfig()
 	cfg.Replacements = lifecycle.ReplacementLimit{Count: 4}
 	cfg.ZoneOutage = lifecycle.ZoneOutage{Count: 3, Percent: 50, Hold: time.Hour}
-	startManager(t, "zone", p, func(o *options) { o.config = &cfg })
+	tm := startManager(t, "zone", p, func(o *options) { o.config = &cfg })
 	const health = 3 * time.Second
 	zoneOf := map[string]string{"m-z-1": "zone-a", "m-z-2": "zone-a", "m-z-3": "zone-a", "m-z-4": "zone-b"}
 	for name := range zoneOf {
@@ -78,5 +79,16 @@ func TestZoneOutageHoldsTheZone(t *testing.T) {
 		m := getMachine(t, ns, name)
 		require.Equal(t, "Unknown", string(m.Status.CurrentStatus.Phase),
 			fmt.Sprintf("%s of the zone in an outage, its node object deleted", name))
+		require.Equal(t, "zone-a", m.Status.Zone, "the status records the zone its node showed")
+	}
+	// A controller started anew knows the zones from the machines'
+	// statuses: they are still held.
+	require.NoError(t, tm.stop(t, time.Minute))
+	startManager(t, "zone", p, func(o *options) { o.config = &cfg })
+	time.Sleep(8 * time.Second)
+	for _, name := range []string{"m-z-1", "m-z-2", "m-z-3"} {
+		m := getMachine(t, ns, name)
+		require.Equal(t, "Unknown", string(m.Status.CurrentStatus.Phase),
+			fmt.Sprintf("%s of the zone in an outage, its node object deleted, after a restart", name))
 	}
 }
