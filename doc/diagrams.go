@@ -276,9 +276,9 @@ draws every decision made.
   may find; machines another controller ran or was deleting; the node's owner, which asks an in-place update
   of it, and its node agent, which performs it, succeeding or stalling, and machines found in the middle of
   one; users who ask and take back a machine's preservation, the fleet that grants auto-preservation, time
-  that passes a preservation's expiry, and machines found preserved. What it never shows, the diagrams do
-  not show. The model check leaves out what
-  ` + "`lifecycletest.KnownIssueExplorations`" + ` lists, where the lifecycle breaks a promise or liveness today.
+  that passes a preservation's expiry, machines found preserved, and an administrator who cordons the node.
+  What it never shows, the diagrams do not show. What ` + "`lifecycletest.KnownIssueExplorations`" + ` lists,
+  where the lifecycle is known to break a promise or liveness, the model check leaves out.
 
 The explorations:
 
