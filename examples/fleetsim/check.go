@@ -288,8 +288,8 @@ func (w *shard) checkReplacements(mi int32) {
 			continue
 		}
 		total++
-		if why := inFlight(x); why != "" &&
-			!(lagged && x.more&mReplaces != 0 && x.obj.CreationTime.UnixNano() > view) {
+		hidden := lagged && x.more&mReplaces != 0 && x.obj.CreationTime.UnixNano() > view
+		if inFlight(x) != "" && !hidden {
 			n++
 		}
 	}
